@@ -1,0 +1,5 @@
+"""``python -m promptcache``."""
+
+from .cli import main
+
+main()

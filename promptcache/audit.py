@@ -1,0 +1,470 @@
+"""The audit pipeline: log files → requests → segments → tokens → simulation → prices.
+
+:func:`audit` is the library entry point behind ``promptcache audit``. Data flows one way;
+each stage lives in its own package (``ingest``, ``render``, ``tokenize``, ``prefix``,
+``simulate``, ``pricing``). Requests stream through in chunks: memory grows with the distinct
+prefixes kept alive in the simulated caches, not with the log's size.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+import numpy as np
+
+from .errors import ConfigError
+from .ingest import InputStats, ReadOptions, merge_by_arrival, read_requests
+from .ingest.common import provider_for_model
+from .model import Divergence, Request, Segment
+from .pricing import PriceBook, Rates
+from .render import make_format
+from .simulate import Outcome, Prompt, RequestRef, Simulator
+from .simulate.rules import CacheRules, ProviderFile, load_providers, provider as provider_file
+from .tokenize import TokenMemo, Tokenizer, resolve_tokenizer
+
+SCENARIOS = ("no_cache", "reported", "simulated", "ideal")
+CHUNK = 512  # requests rendered and tokenized per batch
+
+
+@dataclass
+class AuditOptions:
+    """Everything ``promptcache audit`` can set (sizes in tokens, times in seconds).
+
+    Attributes:
+        cache_model: provider or engine rules to apply to every request (``--cache-model``),
+            else inferred per request from its model.
+        tokenizer: ``--tokenizer`` (encoding name, ``approx``, or a path).
+        ttl: override of the TTL (0 disables expiry).
+        capacity_tokens: LRU capacity per cache namespace.
+        block_size: engine block size override.
+        prices_file: custom prices YAML.
+        model: model name for logs without one (hashed traces).
+        read: reading options (format, hashed block size, strict).
+        top: how many shared prefixes to rank.
+    """
+
+    cache_model: str | None = None
+    tokenizer: str | None = None
+    ttl: float | None = None
+    capacity_tokens: int | None = None
+    block_size: int | None = None
+    prices_file: str | None = None
+    model: str | None = None
+    read: ReadOptions = field(default_factory=ReadOptions)
+    top: int = 10
+
+
+@dataclass
+class ScenarioTotals:
+    """Token and money totals of one scenario (tokens; USD)."""
+
+    requests: int = 0
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: Decimal = Decimal(0)
+    priced_requests: int = 0
+    request_hit_sum: float = 0.0
+
+    def add(self, prompt: int, cached: int, write: int, cost: Decimal | None) -> None:
+        """Account one request."""
+        self.requests += 1
+        self.prompt_tokens += prompt
+        self.cached_tokens += cached
+        self.cache_write_tokens += write
+        if prompt:
+            self.request_hit_sum += cached / prompt
+        if cost is not None:
+            self.cost_usd += cost
+            self.priced_requests += 1
+
+    @property
+    def uncached_tokens(self) -> int:
+        """Prompt tokens billed at the plain input price."""
+        return self.prompt_tokens - self.cached_tokens - self.cache_write_tokens
+
+    @property
+    def hit_ratio(self) -> float:
+        """Token-weighted hit ratio: cached / prompt tokens."""
+        return self.cached_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+
+    @property
+    def request_hit_ratio(self) -> float:
+        """Mean over requests of each request's cached / prompt tokens."""
+        return self.request_hit_sum / self.requests if self.requests else 0.0
+
+    @property
+    def cost(self) -> Decimal | None:
+        """Total cost, or ``None`` when no request could be priced."""
+        return self.cost_usd if self.priced_requests else None
+
+
+@dataclass
+class PrefixStretch:
+    """A stretch of prompt shared by several requests (a chain of prefix-tree edges)."""
+
+    namespace: str
+    start_token: int
+    tokens: int
+    reused_by: int
+    served: int
+    first_segment: str | None
+    last_segment: str | None
+    example_id: str
+    example_line: int
+    example_path: str
+    value_usd: Decimal | None
+    realized_usd: Decimal | None
+
+    @property
+    def lost_usd(self) -> Decimal | None:
+        """Money the simulated rules leave on the table for this stretch."""
+        if self.value_usd is None or self.realized_usd is None:
+            return None
+        return self.value_usd - self.realized_usd
+
+
+@dataclass
+class AuditResult:
+    """What :func:`audit` returns: per-request outcomes, totals and context for reports.
+
+    Attributes:
+        inputs: per-file reading statistics.
+        outcomes: per-request outcomes, in arrival order.
+        scenarios: totals per scenario name (:data:`SCENARIOS`).
+        namespaces: per namespace, totals for ``no_cache``, ``simulated`` and ``ideal``.
+        rules: the cache rules used, by namespace.
+        tokenizers: tokenizer name → (exact, note).
+        top_prefixes: shared prefixes ranked by money (or tokens when unpriced).
+        warnings: one-line warnings for the user.
+        unknown_models: models without a price.
+        span_seconds: time from the first to the last arrival (``None`` without times).
+        findings: filled by diagnosis (issue-level features add to it).
+    """
+
+    inputs: list[InputStats]
+    outcomes: list[Outcome]
+    scenarios: dict[str, ScenarioTotals]
+    namespaces: dict[str, dict[str, ScenarioTotals]]
+    rules: dict[str, CacheRules]
+    tokenizers: dict[str, tuple[bool, str]]
+    top_prefixes: list[PrefixStretch]
+    warnings: list[str]
+    unknown_models: list[str]
+    span_seconds: float | None
+    findings: list[Any] = field(default_factory=list)
+    prices_source: str = ""
+
+    @property
+    def tokenizer_exact(self) -> bool:
+        """True when every count came from an exact tokenizer (or a hashed trace)."""
+        return all(exact for exact, _ in self.tokenizers.values())
+
+
+class _Context:
+    """Per (provider file, tokenizer): the chat format and the token memo."""
+
+    def __init__(self, pf: ProviderFile, tokenizer: Tokenizer):
+        self.pf = pf
+        self.tokenizer = tokenizer
+        self.format = make_format(tokenizer, pf.layout)
+        self.memo = TokenMemo(tokenizer)
+        self._frame_bytes: dict[tuple[int, ...], bytes] = {}
+        # breakpoint and boundary caches key entries by the prefix up to each segment
+        self.needs_keys = any(m.get("mode") != "prefix" for _, m in pf.models)
+
+    def frame(self, ids: tuple[int, ...]) -> bytes:
+        """Framing ids as unit bytes (memoized)."""
+        b = self._frame_bytes.get(ids)
+        if b is None:
+            b = self._frame_bytes[ids] = np.asarray(ids, dtype="<u4").tobytes()
+        return b
+
+
+class _Pipeline:
+    """Holds the per-run state: contexts, rules, simulator, accumulators."""
+
+    def __init__(self, opts: AuditOptions):
+        self.opts = opts
+        self.providers = load_providers()
+        if opts.cache_model:
+            provider_file(opts.cache_model)  # validate early
+        self.contexts: dict[tuple[str, str], _Context] = {}
+        self.tok_cache: dict[tuple[str | None, str | None], Tokenizer | None] = {}
+        self.rules: dict[tuple[str, str | None, str | None], CacheRules] = {}
+        self.ns_rules: dict[str, CacheRules] = {}
+        self.sim = Simulator()
+        self.warnings: list[str] = []
+        self._warned: set[str] = set()
+        self.index = 0
+
+    def warn(self, msg: str) -> None:
+        """Record a warning once."""
+        if msg not in self._warned:
+            self._warned.add(msg)
+            self.warnings.append(msg)
+
+    def provider_for(self, req: Request) -> ProviderFile:
+        """The provider file whose rules apply to a request."""
+        if self.opts.cache_model:
+            return self.providers[self.opts.cache_model]
+        name = req.provider or provider_for_model(req.model)
+        if name is None:
+            if req.hashed is not None:
+                raise ConfigError("hashed traces carry no model: choose the cache rules with --cache-model "
+                                  f"({', '.join(sorted(self.providers))})")
+            name = "openai"
+            self.warn(f"model {req.model!r} names no known provider; applying openai rules (use --cache-model)")
+        if name not in self.providers:
+            raise ConfigError(f"no cache rules for provider {name!r}; use --cache-model")
+        return self.providers[name]
+
+    def context_for(self, pf: ProviderFile, req: Request) -> _Context:
+        """Tokenizer and chat format for a request under a provider file."""
+        default = pf.tokenizer
+        if default is None and self.opts.tokenizer is None:
+            own = provider_for_model(req.model)
+            default = self.providers[own].tokenizer if own in self.providers else "approx"
+            self.warn(f"{pf.id} simulates a self-hosted model: pass its tokenizer with --tokenizer for exact "
+                      f"counts (using {default} for {req.model or 'these requests'})")
+        key = (self.opts.tokenizer or default, req.model if (self.opts.tokenizer or default) == "tiktoken" else None)
+        tok = self.tok_cache.get(key)
+        if key not in self.tok_cache:
+            tok = self.tok_cache[key] = resolve_tokenizer(self.opts.tokenizer, default=default, model=req.model)
+        assert tok is not None
+        ck = (pf.id, tok.name)
+        ctx = self.contexts.get(ck)
+        if ctx is None:
+            ctx = self.contexts[ck] = _Context(pf, tok)
+        return ctx
+
+    def rules_for(self, pf: ProviderFile, req: Request) -> CacheRules:
+        """Rules for a request (cached per provider, model and retention)."""
+        key = (pf.id, req.model, req.cache_retention)
+        r = self.rules.get(key)
+        if r is None:
+            o = self.opts
+            r = self.rules[key] = pf.rules_for(req.model, ttl=o.ttl, capacity_tokens=o.capacity_tokens,
+                                               block_size=o.block_size, retention=req.cache_retention)
+        return r
+
+
+def _chained_keys(segs: Sequence[Segment], ctx: _Context, texts_digest: Sequence[bytes]) -> list[bytes]:
+    keys: list[bytes] = []
+    h = b""
+    for s, d in zip(segs, texts_digest):
+        h = hashlib.blake2b(h + ctx.frame(s.head) + d + ctx.frame(s.tail), digest_size=16).digest()
+        keys.append(h)
+    return keys
+
+
+def _tokenize_chunk(pipe: _Pipeline, chunk: list[Request]) -> list[tuple[Request, ProviderFile, _Context | None, Prompt]]:
+    """Render and tokenize a chunk of requests (one tokenizer batch per context)."""
+    plan: list[tuple[Request, ProviderFile, _Context | None, list[Segment] | None]] = []
+    by_ctx: dict[int, tuple[_Context, list[str]]] = {}
+    for req in chunk:
+        pf = pipe.provider_for(req)
+        if req.hashed is not None:
+            plan.append((req, pf, None, None))
+            continue
+        ctx = pipe.context_for(pf, req)
+        segs = ctx.format.render(req)
+        plan.append((req, pf, ctx, segs))
+        by_ctx.setdefault(id(ctx), (ctx, []))[1].extend(s.text for s in segs)
+    encoded: dict[int, Iterator[tuple[bytes, bytes]]] = {}
+    for cid, (ctx, texts) in by_ctx.items():
+        encoded[cid] = iter(zip(*ctx.memo.encode_keyed(texts)))
+    out = []
+    for req, pf, ctx, segs in plan:
+        if ctx is None or segs is None:
+            hp = req.hashed
+            assert hp is not None
+            units = np.asarray(hp.block_ids, dtype="<u8").tobytes()
+            out.append((req, pf, None, Prompt(units, 8, hp.block_tokens, hp.input_tokens)))
+            continue
+        it = encoded[id(ctx)]
+        pieces: list[bytes] = []
+        ends: list[int] = []
+        digests: list[bytes] = []
+        total = 0
+        for s in segs:
+            tb, dg = next(it)
+            hb = ctx.frame(s.head)
+            tl = ctx.frame(s.tail)
+            pieces += (hb, tb, tl)
+            total += (len(hb) + len(tb) + len(tl)) // 4
+            ends.append(total)
+            digests.append(dg)
+        units = b"".join(pieces)
+        keys = _chained_keys(segs, ctx, digests) if ctx.needs_keys else []
+        out.append((req, pf, ctx, Prompt(units, 4, 1, total, segs, ends, keys)))
+    return out
+
+
+def _divergence(prompt: Prompt, ctx: _Context | None, at: int) -> Divergence:
+    """Where token ``at`` falls: segment path, character offset inside the part, token index."""
+    if ctx is None or not prompt.segments:
+        return Divergence(f"block[{at // prompt.unit_tokens}]", None, at)
+    i = min(bisect_right(prompt.seg_ends, at), len(prompt.segments) - 1)
+    seg = prompt.segments[i]
+    start = prompt.seg_ends[i - 1] if i else 0
+    k = at - start - len(seg.head)
+    if k < 0:
+        return Divergence(seg.path, None, at)
+    text_len = prompt.seg_ends[i] - start - len(seg.head) - len(seg.tail)
+    if k >= text_len:
+        path, off = seg.locate(len(seg.text))
+        return Divergence(path, off, at)
+    off_b = (start + len(seg.head)) * 4
+    ids = np.frombuffer(prompt.units, dtype="<u4", count=k, offset=off_b).tolist()
+    char = len(ctx.tokenizer.decode(ids)) if ids else 0
+    char = min(char, len(seg.text))
+    path, off = seg.locate(char)
+    return Divergence(path, off, at)
+
+
+def _stretches(pipe: _Pipeline, book: PriceBook, top: int) -> list[PrefixStretch]:
+    """Rank shared stretches of the ideal trees by money (tokens when unpriced)."""
+    found: list[PrefixStretch] = []
+    for (pid, model), ic in pipe.sim.ideal.items():
+        tree = ic.tree
+        pf = pipe.providers.get(pid)
+        rates = book.rates(pid if pf and pf.kind == "provider" else None, model if model != "-" else None)
+        delta = None
+        if rates is not None:
+            read = rates.base("cache_read")
+            inp = rates.base("input")
+            if inp is not None:
+                delta = inp - (read if read is not None else inp)
+        stack = [(c, None) for c in tree.root.children.values()]
+        while stack:
+            node, head = stack.pop()
+            units = len(node.key) // tree.width
+            if head is None:
+                head = [node, units]
+            else:
+                head[1] += units
+            kids = list(node.children.values())
+            if len(kids) == 1 and kids[0].uses == node.uses and kids[0].hits == node.hits:
+                stack.append((kids[0], head))
+                continue
+            first = head[0]
+            if first.uses:
+                ref: RequestRef = first.creator
+                unit_tokens = ic.unit_tokens
+                tokens = head[1] * unit_tokens
+                start = first.start * unit_tokens
+                val = delta * tokens * first.uses / 1_000_000 if delta is not None else None
+                real = delta * tokens * first.hits / 1_000_000 if delta is not None else None
+                seg_first = ref.segment_at(start) or f"block[{first.start}]"
+                seg_last = ref.segment_at(start + tokens - 1) or f"block[{first.start + head[1] - 1}]"
+                found.append(PrefixStretch(f"{pid}/{model}", start, tokens, first.uses, first.hits,
+                                           seg_first, seg_last, ref.id, ref.line, ref.path, val, real))
+            stack.extend((c, None) for c in kids)
+    found.sort(key=lambda s: (s.lost_usd if s.lost_usd is not None else Decimal(0),
+                              s.value_usd if s.value_usd is not None else Decimal(0),
+                              s.tokens * s.reused_by), reverse=True)
+    return found[:top]
+
+
+def audit(paths: Sequence[str | Path], opts: AuditOptions | None = None,
+          progress: Callable[[int], None] | None = None) -> AuditResult:
+    """Audit request logs: simulate every request under its cache rules and price it.
+
+    Args:
+        paths: log files (JSONL, JSON arrays, ``.gz``), audited together in arrival order.
+        opts: options (see :class:`AuditOptions`).
+        progress: called with the number of requests done so far, every chunk.
+
+    Returns:
+        An :class:`AuditResult`.
+
+    Raises:
+        ConfigError: for bad options, rules or prices files.
+        InputError: for unreadable files, or malformed records with ``strict``.
+    """
+    opts = opts or AuditOptions()
+    opts.read.model = opts.read.model or opts.model
+    pipe = _Pipeline(opts)
+    book = PriceBook(opts.prices_file)
+    inputs = [InputStats(str(p)) for p in paths]
+    streams = [read_requests(p, st, opts.read) for p, st in zip(paths, inputs)]
+    stream = merge_by_arrival(streams)
+    outcomes: list[Outcome] = []
+    first_t: float | None = None
+    last_t: float | None = None
+    while True:
+        chunk = list(itertools.islice(stream, CHUNK))
+        if not chunk:
+            break
+        for req, pf, ctx, prompt in _tokenize_chunk(pipe, chunk):
+            rules = pipe.rules_for(pf, req)
+            model = req.model or "-"
+            keyed = "cache_key" in pf.namespace and req.cache_key
+            ns = f"{pf.id}/{model}" + (f"/key={req.cache_key}" if keyed else "")
+            pipe.ns_rules.setdefault(ns, rules)
+            idx = pipe.index
+            pipe.index += 1
+            ref = RequestRef(idx, req.id, req.source.line, req.source.path,
+                             tuple(prompt.seg_ends), tuple(s.path for s in prompt.segments))
+            cached, write, write_1h, shared, reason, other, flags = pipe.sim.step(
+                ref=ref, prompt=prompt, rules=rules, namespace=ns, ideal_key=(pf.id, model), now=req.arrival)
+            ic = pipe.sim.ideal[(pf.id, model)]
+            div = None
+            if shared < prompt.n_tokens and ic.requests > 1:
+                div = _divergence(prompt, ctx, shared)
+            if req.arrival is not None:
+                first_t = req.arrival if first_t is None else min(first_t, req.arrival)
+                last_t = req.arrival if last_t is None else max(last_t, req.arrival)
+            outcomes.append(Outcome(
+                idx, req.id, req.source.path, req.source.line, ns, pf.id, req.model, req.arrival,
+                prompt.n_tokens, cached, write, write_1h, shared, 0, div,
+                other.index if other is not None else None, reason, req.usage, flags,
+                req.usage.output_tokens if req.usage else 0))
+        if progress:
+            progress(len(outcomes))
+    # oracle writes for the ideal scenario
+    for idx, units in pipe.sim.ideal_writes().items():
+        o = outcomes[idx]
+        ut = pipe.sim.ideal[(o.provider, o.model or "-")].unit_tokens
+        o.ideal_write_tokens = min(units * ut, o.prompt_tokens - o.shared_prefix_tokens)
+    scen = {s: ScenarioTotals() for s in SCENARIOS}
+    nss: dict[str, dict[str, ScenarioTotals]] = {}
+    for o in outcomes:
+        rules = pipe.ns_rules[o.namespace]
+        pf = pipe.providers[o.provider]
+        rates: Rates | None = book.rates(o.provider if pf.kind == "provider" else None, o.model, o.arrival)
+        bw = rules.bills_writes
+        n = o.prompt_tokens
+        per = nss.setdefault(o.namespace, {s: ScenarioTotals() for s in ("no_cache", "simulated", "ideal")})
+        for name, cached, w, w1 in (("no_cache", 0, 0, 0), ("simulated", o.cached_tokens, o.write_tokens, o.write_1h_tokens),
+                                     ("ideal", o.shared_prefix_tokens, o.ideal_write_tokens if bw else 0, 0)):
+            cost = rates.cost(n, cached, w, w1, bw) if rates else None
+            scen[name].add(n, cached, w if bw else 0, cost)
+            per[name].add(n, cached, w if bw else 0, cost)
+        if o.usage is not None:
+            u = o.usage
+            cost = rates.cost(u.input_tokens, u.cache_read_tokens, u.cache_write_tokens, u.cache_write_1h_tokens, True) if rates else None
+            scen["reported"].add(u.input_tokens, u.cache_read_tokens, u.cache_write_tokens, cost)
+    if book.unknown:
+        pipe.warn(f"no price for model(s) {', '.join(sorted(book.unknown))}: token counts only for them "
+                  "(add prices with --prices FILE)")
+    missing = sum(st.missing_arrival for st in inputs)
+    if missing:
+        pipe.warn(f"{missing} request(s) have no arrival time: audited in file order, TTLs not evaluated for them")
+    tokenizers = {c.tokenizer.name: (c.tokenizer.exact, c.tokenizer.note) for c in pipe.contexts.values()}
+    if any(o.provider for o in outcomes) and not pipe.contexts:
+        tokenizers = {"hashed-blocks": (True, "token counts from the trace's input_length")}
+    return AuditResult(
+        inputs=inputs, outcomes=outcomes, scenarios=scen, namespaces=nss, rules=dict(pipe.ns_rules),
+        tokenizers=tokenizers, top_prefixes=_stretches(pipe, book, opts.top), warnings=pipe.warnings,
+        unknown_models=sorted(book.unknown),
+        span_seconds=(last_t - first_t) if first_t is not None and last_t is not None else None,
+        prices_source=f"genai-prices {book.genai_version}" + (f" + {opts.prices_file}" if opts.prices_file else ""),
+    )

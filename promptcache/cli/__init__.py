@@ -1,0 +1,69 @@
+"""The ``promptcache`` command line: one small module per command, composed here.
+
+Every command parses its options, calls the library, renders, and returns an exit code
+(:class:`~promptcache.errors.ExitCode`). Errors the user can fix print one line on stderr and
+exit 2; anything else is a bug and exits 3.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from .. import __version__
+from ..errors import ExitCode, PromptcacheError
+from . import audit as _audit
+
+app = typer.Typer(
+    name="promptcache",
+    help="Find, price and fix what breaks LLM prompt caching.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,  # locals hold prompts and keys
+    add_completion=False,
+)
+app.command("audit")(_audit.audit_cmd)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"promptcache {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """Find, price and fix what breaks LLM prompt caching."""
+
+
+def main() -> None:
+    """Console entry point: run the app and map errors to exit codes."""
+    from rich.console import Console
+
+    err = Console(stderr=True)
+    try:
+        rc = app(standalone_mode=False)
+    except PromptcacheError as e:
+        err.print(f"[red]error:[/] {e}", highlight=False, soft_wrap=True)
+        sys.exit(int(e.exit_code))
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(int(ExitCode.INTERRUPTED))
+    except (typer.Exit, SystemExit) as e:
+        code = getattr(e, "exit_code", getattr(e, "code", 0))
+        sys.exit(int(code or 0))
+    except Exception as e:  # click usage errors have their own exit code
+        import click
+
+        if isinstance(e, click.exceptions.ClickException):
+            e.show()
+            sys.exit(int(ExitCode.USAGE))
+        if isinstance(e, click.exceptions.Abort):
+            sys.exit(int(ExitCode.INTERRUPTED))
+        import traceback
+
+        err.print(f"[red]internal error (a bug in promptcache):[/] {type(e).__name__}: {e}")
+        err.print("[dim]" + "".join(traceback.format_exception(e)[-3:]) + "[/]", highlight=False)
+        sys.exit(int(ExitCode.INTERNAL))
+    sys.exit(int(rc or 0))

@@ -1,0 +1,36 @@
+"""Where reports go: stdout, or a file written atomically."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+
+def write_atomic(path: str | Path, data: str | bytes) -> None:
+    """Write a file atomically (temporary file in the same directory, then rename)."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+        os.replace(tmp, p)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def emit(data: str, output: Path | None) -> None:
+    """Write a machine-format report to ``output`` or stdout."""
+    if output is not None:
+        write_atomic(output, data)
+    else:
+        sys.stdout.write(data)
+        if not data.endswith("\n"):
+            sys.stdout.write("\n")
+        sys.stdout.flush()

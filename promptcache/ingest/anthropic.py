@@ -1,0 +1,130 @@
+"""Anthropic Messages bodies: tools → system → messages, ``cache_control`` breakpoints.
+
+https://platform.claude.com/docs/en/api/messages and
+https://platform.claude.com/docs/en/build-with-claude/prompt-caching (checked 2026-11-29; the
+archived copy read is dated 2026-08-21).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..errors import BadRecord
+from ..model import Breakpoint, Part
+from .common import blob_digest, require_list, stable_json
+
+#: Anthropic TTL strings → seconds; "5m" is the default.
+TTL = {"5m": 300, "1h": 3600}
+PARAM_KEYS = ("tool_choice", "thinking", "output_config", "output_format", "speed", "context_management")
+
+
+def breakpoint_of(obj: Mapping[str, Any], path: str) -> Breakpoint | None:
+    """The ``cache_control`` of a block or request as a Breakpoint.
+
+    Raises:
+        BadRecord: for a TTL Anthropic does not accept.
+    """
+    cc = obj.get("cache_control")
+    if not cc:
+        return None
+    if not isinstance(cc, Mapping):
+        raise BadRecord(f"{path}.cache_control is not an object")
+    ttl = cc.get("ttl", "5m")
+    if ttl not in TTL:
+        raise BadRecord(f"{path}.cache_control.ttl {ttl!r} is not '5m' or '1h'")
+    return Breakpoint(ttl_seconds=TTL[ttl])
+
+
+def _strip_cc(obj: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if k != "cache_control"}
+
+
+def _block_part(block: Any, path: str, role: str, msg: int) -> Part:
+    kind = "assistant" if role == "assistant" else "user"
+    if isinstance(block, str):
+        return Part(kind, path, block, role, msg)
+    if not isinstance(block, Mapping):
+        raise BadRecord(f"{path} is not a content block")
+    bp = breakpoint_of(block, path)
+    t = block.get("type")
+    if t == "text":
+        text = block.get("text")
+        if not isinstance(text, str):
+            raise BadRecord(f"{path}.text is not a string")
+        return Part(kind, path, text, role, msg, bp)
+    if t == "image":
+        return Part("image", path, f"<image {blob_digest(stable_json(block.get('source')))}>", role, msg, bp)
+    if t == "document":
+        return Part("document", path, f"<document {blob_digest(stable_json(block.get('source')))}>", role, msg, bp)
+    if t == "tool_use":
+        return Part("tool_call", path, stable_json(_strip_cc(block)), role, msg, bp)
+    if t == "tool_result":
+        c = block.get("content")
+        if isinstance(c, list):
+            texts = [b.get("text", "") if isinstance(b, Mapping) and b.get("type") == "text"
+                     else f"<{b.get('type', 'block') if isinstance(b, Mapping) else 'block'} {blob_digest(stable_json(b))}>"
+                     for b in c]
+            c = "\n".join(texts)
+        elif c is None:
+            c = ""
+        elif not isinstance(c, str):
+            c = stable_json(c)
+        head = f"[tool_result {block.get('tool_use_id', '')}{' error' if block.get('is_error') else ''}]\n"
+        return Part("tool_result", path, head + c, role, msg, bp)
+    if t in ("thinking", "redacted_thinking"):
+        text = block.get("thinking") or f"<redacted {blob_digest(block.get('data', ''))}>"
+        return Part("assistant", path, text, role, msg, bp)
+    return Part(kind, path, stable_json(_strip_cc(block)), role, msg, bp)
+
+
+def parse_anthropic(body: Mapping[str, Any]) -> list[Part]:
+    """Parts of a Messages body in the provider's prefix order: tools, system, messages.
+
+    A top-level ``cache_control`` (automatic caching) becomes an ``automatic`` breakpoint on the
+    last part, where the API places it.
+
+    Raises:
+        BadRecord: when ``messages`` is missing or a block is malformed.
+    """
+    msgs = body.get("messages")
+    if not isinstance(msgs, list):
+        raise BadRecord("'messages' is missing or not a list")
+    parts: list[Part] = []
+    for i, tool in enumerate(require_list(body.get("tools"), "tools")):
+        if not isinstance(tool, Mapping):
+            raise BadRecord(f"tools[{i}] is not an object")
+        parts.append(Part("tool", f"tools[{i}]", stable_json(_strip_cc(tool)), None, None, breakpoint_of(tool, f"tools[{i}]")))
+    system = body.get("system")
+    if isinstance(system, str):
+        if system:
+            parts.append(Part("system", "system", system, "system"))
+    elif isinstance(system, list):
+        for i, b in enumerate(system):
+            if not isinstance(b, Mapping) or not isinstance(b.get("text"), str):
+                raise BadRecord(f"system[{i}] is not a text block")
+            parts.append(Part("system", f"system[{i}]", b["text"], "system", None, breakpoint_of(b, f"system[{i}]")))
+    elif system is not None:
+        raise BadRecord("'system' is neither a string nor a list of blocks")
+    for i, m in enumerate(msgs):
+        if not isinstance(m, Mapping) or not isinstance(m.get("role"), str):
+            raise BadRecord(f"messages[{i}] has no role")
+        role = m["role"]
+        content = m.get("content")
+        if isinstance(content, str):
+            parts.append(Part("assistant" if role == "assistant" else "user", f"messages[{i}].content", content, role, i))
+        else:
+            blocks = require_list(content, f"messages[{i}].content")
+            for j, block in enumerate(blocks):
+                parts.append(_block_part(block, f"messages[{i}].content[{j}]", role, i))
+    auto = breakpoint_of(body, "request")
+    if auto and parts:
+        last = parts[-1]
+        if last.breakpoint is None:
+            parts[-1] = Part(last.kind, last.path, last.text, last.role, last.message,
+                             Breakpoint(auto.ttl_seconds, automatic=True))
+    return parts
+
+
+def params_of(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The cache-relevant request parameters present in a Messages body."""
+    return {k: body[k] for k in PARAM_KEYS if body.get(k) is not None}

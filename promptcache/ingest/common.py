@@ -1,0 +1,113 @@
+"""What every request-body reader shares: unwrapping gateway records, provider inference,
+stable JSON text for tools and arguments."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any, Mapping
+
+import orjson
+
+from ..errors import BadRecord
+
+_PROVIDER_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"(^|[/:.])(anthropic\.)?claude"), "anthropic"),
+    (re.compile(r"(^|[/:])(models/)?gemini"), "gemini"),
+    (re.compile(r"(^|[/:])deepseek"), "deepseek"),
+    (re.compile(r"(^|[/:])(ft:)?(gpt-|o1|o3|o4|chatgpt|codex|computer-use)"), "openai"),
+)
+
+
+def provider_for_model(model: str | None) -> str | None:
+    """Infer the provider whose cache rules apply from a model name.
+
+    >>> provider_for_model("claude-sonnet-4-5"), provider_for_model("openrouter/google/gemini-2.5-pro")
+    ('anthropic', 'gemini')
+    """
+    if not model:
+        return None
+    m = model.lower()
+    for pat, prov in _PROVIDER_PATTERNS:
+        if pat.search(m):
+            return prov
+    return None
+
+
+def as_mapping(v: Any, what: str) -> Mapping[str, Any]:
+    """``v`` as a mapping; JSON text holding an object is parsed (gateways log bodies as strings).
+
+    Raises:
+        BadRecord: when it is neither.
+    """
+    if isinstance(v, Mapping):
+        return v
+    if isinstance(v, (str, bytes)):
+        try:
+            got = orjson.loads(v)
+        except orjson.JSONDecodeError:
+            raise BadRecord(f"{what} is a string but not JSON") from None
+        if isinstance(got, Mapping):
+            return got
+    raise BadRecord(f"{what} is not an object")
+
+
+def unwrap(rec: Any) -> tuple[Mapping[str, Any], Any, Mapping[str, Any]]:
+    """Split a logged record into ``(request body, response, wrapper)``.
+
+    Handles bare bodies, OpenAI Batch input lines (``custom_id``/``method``/``url``/``body``),
+    gateway records (``request`` + ``response``/``usage``), and request/response body columns
+    (``request_body``/``response_body``, ``request_json``/``response_json``).
+
+    Raises:
+        BadRecord: when the record is not an object or holds no request body.
+    """
+    if not isinstance(rec, Mapping):
+        raise BadRecord("record is not a JSON object")
+    if "body" in rec and ("custom_id" in rec or "url" in rec or "method" in rec):
+        return as_mapping(rec["body"], "body"), rec.get("response"), rec
+    for req_key, resp_key in (("request", "response"), ("request_body", "response_body"),
+                              ("request_json", "response_json")):
+        if req_key in rec and rec[req_key] is not None:
+            body = as_mapping(rec[req_key], req_key)
+            if "body" in body and isinstance(body.get("body"), (Mapping, str)) and "messages" not in body:
+                body = as_mapping(body["body"], f"{req_key}.body")
+            resp = rec.get(resp_key)
+            if isinstance(resp, (str, bytes)):
+                try:
+                    resp = orjson.loads(resp)
+                except orjson.JSONDecodeError:
+                    resp = None
+            if isinstance(resp, Mapping) and isinstance(resp.get("body"), Mapping):
+                resp = resp["body"]  # Batch output lines: response.body
+            return body, resp if resp is not None else rec, rec
+    return rec, rec.get("response"), rec
+
+
+def stable_json(v: Any) -> str:
+    """JSON text of ``v`` in its own key order, compact, non-ASCII kept.
+
+    Key order is kept on purpose: providers serialize what they receive, so a re-ordered
+    schema is a different prefix.
+    """
+    return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+
+
+def blob_digest(v: Any) -> str:
+    """Short content digest of a binary blob reference (image URL or base64 data)."""
+    data = v if isinstance(v, str) else stable_json(v)
+    return hashlib.blake2b(data.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+def require_list(v: Any, what: str) -> list[Any]:
+    """``v`` as a list (``None`` → empty).
+
+    Raises:
+        BadRecord: when it is something else.
+    """
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        raise BadRecord(f"{what} is not a list")
+    return v

@@ -1,0 +1,222 @@
+"""The data that flows through the pipeline.
+
+ingest → :class:`Request` → render → :class:`Segment` → tokenize → :class:`TokenizedRequest`
+→ simulate → :class:`Outcome` → price → report.
+
+Plain frozen dataclasses: no I/O and no third-party imports. Conventions: token counts are
+named ``*_tokens``; times are UTC seconds since the epoch (``float``); lines and columns
+start at 1; money is :class:`decimal.Decimal` in USD.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping
+
+#: Where a request's content part came from, in the provider's vocabulary.
+PartKind = Literal[
+    "tool",  # one tool / function definition
+    "system",  # system prompt (Anthropic ``system``; OpenAI system/developer messages)
+    "user",
+    "assistant",
+    "tool_call",  # an assistant's tool_use / function_call
+    "tool_result",  # a tool's output fed back
+    "image",
+    "document",
+    "param",  # a request parameter that is rendered into the prefix (response format, ...)
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Breakpoint:
+    """An explicit cache breakpoint after a part (Anthropic ``cache_control``, OpenAI
+    ``prompt_cache_breakpoint``).
+
+    Attributes:
+        ttl_seconds: requested lifetime in seconds (Anthropic: 300 for ``5m``, 3600 for ``1h``).
+        automatic: True for Anthropic's top-level ``cache_control`` that the API moves to the
+            last cacheable block.
+    """
+
+    ttl_seconds: int | None = None
+    automatic: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One content unit of a request, as the log holds it.
+
+    Attributes:
+        kind: what the part is (:data:`PartKind`).
+        path: where it sits in the request body, e.g. ``tools[3]``, ``system[0]``,
+            ``messages[5].content[0]``.
+        text: the text the provider serializes for it (JSON for tool definitions and tool calls,
+            kept in the log's own key order because key order changes the tokens).
+        role: the chat role of the message holding it (``system``, ``developer``, ``user``,
+            ``assistant``, ``tool``), or ``None`` for tools and parameters.
+        message: index of the message it belongs to in ``messages``/``input``, else ``None``.
+        breakpoint: explicit cache breakpoint placed after this part, if any.
+    """
+
+    kind: str
+    path: str
+    text: str
+    role: str | None = None
+    message: int | None = None
+    breakpoint: Breakpoint | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Reported token usage, normalised to one meaning whatever the provider.
+
+    ``input_tokens`` is the *total* prompt size including cache reads and writes (OpenAI's
+    ``prompt_tokens`` meaning; Anthropic's ``input_tokens`` excludes both and is summed up by
+    the reader). All counts in tokens.
+
+    Attributes:
+        input_tokens: all prompt tokens.
+        output_tokens: completion tokens.
+        cache_read_tokens: prompt tokens served from the cache.
+        cache_write_tokens: prompt tokens written to the cache (all TTLs).
+        cache_write_1h_tokens: the part of ``cache_write_tokens`` written with a 1-hour TTL.
+    """
+
+    input_tokens: int
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+
+    @property
+    def uncached_tokens(self) -> int:
+        """Prompt tokens billed at the plain input price."""
+        return max(0, self.input_tokens - self.cache_read_tokens - self.cache_write_tokens)
+
+
+@dataclass(frozen=True, slots=True)
+class HashedPrompt:
+    """A prompt known only by its chained block hashes (Mooncake / Bailian traces).
+
+    Attributes:
+        block_ids: one id per block; equal ids at equal positions mean an equal prefix up to
+            and including that block.
+        block_tokens: tokens per block (512 for Mooncake, 16 for Bailian).
+        input_tokens: prompt length in tokens; the last block may be partial.
+    """
+
+    block_ids: tuple[int, ...]
+    block_tokens: int
+    input_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where a request came from: file path and 1-based line (record index for JSON arrays)."""
+
+    path: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One logged LLM call, normalised across log formats.
+
+    Attributes:
+        id: the log's request id, else ``<file>:<line>``.
+        source: file and line.
+        format: the reader that produced it (``openai-chat``, ``anthropic``, ``mooncake`` ...).
+        api: the request shape: ``chat`` (OpenAI Chat Completions), ``responses``,
+            ``anthropic``, ``gemini``, ``hashed``.
+        provider: provider whose cache rules apply by default (``openai``, ``anthropic``,
+            ``gemini``, ``deepseek``, ...), or ``None`` when unknown.
+        model: model name as logged, or ``None``.
+        arrival: arrival time, UTC seconds since the epoch, or ``None`` when the log has none.
+        parts: content parts in the log's order (empty for hashed prompts).
+        hashed: block hashes for hashed traces, else ``None``.
+        cache_key: ``prompt_cache_key`` / ``cache_salt`` / conversation id that partitions the
+            provider's cache, or ``None``.
+        session: session / conversation / user id used to group requests, or ``None``.
+        params: request parameters that invalidate the cache when they change (``tool_choice``,
+            ``thinking``, ``response_format`` ...), JSON-serialisable.
+        usage: reported usage, or ``None``.
+        cache_retention: requested retention (OpenAI ``prompt_cache_retention``), or ``None``.
+    """
+
+    id: str
+    source: Source
+    format: str
+    api: str
+    provider: str | None
+    model: str | None
+    arrival: float | None
+    parts: tuple[Part, ...] = ()
+    hashed: HashedPrompt | None = None
+    cache_key: str | None = None
+    session: str | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    usage: Usage | None = None
+    cache_retention: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """One rendered unit of the prompt, in the provider's prefix order.
+
+    ``head`` and ``tail`` are the chat-format framing token ids around ``text`` (role
+    headers, end-of-message markers); ``text`` is tokenized with the real tokenizer.
+
+    Attributes:
+        path: the part's path (``system[0]``) or a synthetic one (``<generation-prompt>``).
+        kind: the part's kind, or ``frame`` for pure framing.
+        text: text to tokenize.
+        head: framing token ids before the text.
+        tail: framing token ids after the text.
+        breakpoint: explicit cache breakpoint after this segment.
+        role: chat role of the message, if any.
+        message: message index, if any.
+        spans: ``(path, start, end)`` character ranges of the parts inside ``text`` when one
+            segment holds several parts or framing text (chat templates); empty means the
+            whole text is ``path``.
+    """
+
+    path: str
+    kind: str
+    text: str
+    head: tuple[int, ...] = ()
+    tail: tuple[int, ...] = ()
+    breakpoint: Breakpoint | None = None
+    role: str | None = None
+    message: int | None = None
+    spans: tuple[tuple[str, int, int], ...] = ()
+
+    def locate(self, char: int) -> tuple[str, int]:
+        """Map a character offset in ``text`` to ``(part path, offset inside that part)``."""
+        for path, start, end in self.spans:
+            if start <= char < end or (char == end and end == start):
+                return path, char - start
+        if self.spans:
+            # Framing text between parts: name the nearest part that starts after it.
+            after = [s for s in self.spans if s[1] >= char]
+            path, start, _ = after[0] if after else self.spans[-1]
+            return path, max(0, char - start)
+        return self.path, char
+
+
+@dataclass(frozen=True, slots=True)
+class Divergence:
+    """Where a prompt stops matching the best earlier prompt.
+
+    Attributes:
+        segment: path of the segment holding the first differing token.
+        char_offset: character offset of that token inside the segment's text (0-based),
+            or ``None`` when the token is framing or the prompt is hashed.
+        token_index: index of the first differing token in the whole prompt (0-based).
+    """
+
+    segment: str
+    char_offset: int | None
+    token_index: int

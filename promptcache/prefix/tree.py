@@ -1,0 +1,320 @@
+"""A radix tree over token ids: exact longest-common-prefix lookup with TTL expiry and LRU
+eviction, the shared core of every prefix cache the simulator models.
+
+Sequences are ``bytes`` of fixed-width little-endian units (uint32 token ids, or uint64 block
+hashes for hashed traces), so edge comparisons run as ``bytes.startswith`` (a memcmp) and only
+the one edge where a prompt diverges is compared unit by unit (numpy). A prompt of 100k tokens
+that shares 99k with the tree costs a handful of dict lookups and memcmps, not 99k Python steps.
+
+Semantics (mirroring SGLang's ``RadixCache`` and vLLM's block pool):
+
+- ``access`` returns the live longest common prefix (in units) and then stores the given prefix
+  of the sequence, touching every node on its path (time for TTL, a tick for LRU).
+- Liveness under TTL: a node is live while ``now - last_access <= ttl``. A request touches its
+  whole path, so a parent is never older than its children and a walk stops at the first
+  expired node.
+- LRU eviction (``capacity_units``): the least recently touched leaf loses its tail. With
+  ``evict_block`` > 0 it loses one block at a time (vLLM frees a finished request's blocks in
+  reverse order, so its deepest block goes first); with 0 it loses the whole leaf node
+  (SGLang ``evict``). Block-granular trees store only block-aligned prefixes, so every leaf
+  ends on a block boundary and ``size`` counts blocks exactly.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from typing import Any, Iterator
+
+import numpy as np
+
+
+class Node:
+    """One edge of the tree: ``key`` (units) starting at depth ``start`` (units)."""
+
+    __slots__ = ("key", "start", "children", "parent", "last", "tick", "creator", "uses", "hits", "recent")
+
+    def __init__(self, key: bytes, start: int, parent: Node | None, last: float, tick: int, creator: Any):
+        self.key = key
+        self.start = start
+        self.children: dict[bytes, Node] = {}
+        self.parent = parent
+        self.last = last
+        self.tick = tick
+        self.creator = creator
+        # Later requests that read the whole edge, and those the simulated rules served it to.
+        # Exact: a request that stops inside an edge splits it there when it stores its own
+        # continuation, so every read covers whole edges once the access is done.
+        self.uses = 0
+        self.hits = 0
+        self.recent: Node | None = None  # most recently touched child
+
+
+class PrefixTree:
+    """Radix tree of unit sequences with TTL and LRU capacity.
+
+    Args:
+        width: bytes per unit (4 for token ids, 8 for hashed block ids).
+        ttl: seconds an untouched entry stays live, or ``None`` for no expiry.
+        capacity_units: LRU capacity in units, or ``None`` for unbounded.
+        evict_block: units per eviction step (vLLM block size in units), or 0 to evict whole
+            leaf nodes (SGLang).
+    """
+
+    def __init__(self, *, width: int = 4, ttl: float | None = None, capacity_units: int | None = None,
+                 evict_block: int = 0):
+        self.width = width
+        self.dtype = np.dtype("<u4" if width == 4 else "<u8")
+        self.ttl = ttl
+        self.capacity = capacity_units
+        self.evict_block = evict_block
+        self.root = Node(b"", 0, None, float("inf"), 0, None)
+        self.size = 0  # units stored (blocks × evict_block for block trees)
+        self.nodes = 1
+        self._heap: list[tuple[int, int, Node]] = []
+        self._seq = itertools.count()
+        self._tick = 0
+        self._since_sweep = 0
+        self.evicted_units = 0
+        self.expired_units = 0
+
+    # ----------------------------------------------------------------- public API
+
+    def access(self, seq: bytes, store_units: int, now: float | None, creator: Any = None,
+               hit_units: int | None = None) -> tuple[int, list[Node], Any]:
+        """Look up ``seq``, then store its first ``store_units`` units.
+
+        Args:
+            seq: the prompt's units as bytes.
+            store_units: how many leading units to keep in the cache after this request
+                (block-aligned for block trees).
+            now: arrival time in seconds (``None``: no TTL evaluation).
+            creator: what new nodes record as their creator (the caller's request reference).
+            hit_units: when given, nodes within ``[0, hit_units)`` count a hit (``Node.hits``);
+                used to attribute another simulation's hits onto this tree.
+
+        Returns:
+            ``(lcp_units, path, other)``: the live longest common prefix in units, found before
+            storing; the nodes covering ``[0, lcp)`` in order (the last one possibly only
+            partly); and the ``creator`` of the earlier prompt this one diverged from (the edge
+            it left mid-way, else the most recent other continuation at the node where it
+            stopped; ``None`` when the earlier prompt simply ended there or the tree was empty).
+        """
+        W = self.width
+        self._tick += 1
+        node = self.root
+        pos = 0
+        n = len(seq)
+        path: list[Node] = []
+        other: Any = None
+        while pos < n:
+            child = node.children.get(seq[pos:pos + W])
+            if child is not None and self._expired(child, now):
+                self._drop(child)
+                child = None
+            if child is None:
+                r = node.recent
+                if r is not None and r.parent is node and not self._expired(r, now):
+                    other = r.creator
+                break
+            k = child.key
+            if seq.startswith(k, pos):
+                pos += len(k)
+                path.append(child)
+                node = child
+                continue
+            path.append(child)
+            other = child.creator
+            pos += self._lcp(seq, pos, k) * W
+            break
+        self._store(seq, store_units * W, now if now is not None else 0.0, self._tick, creator,
+                    pos, None if hit_units is None else hit_units * W)
+        return pos // W, path, other
+
+    def sweep(self, now: float) -> None:
+        """Drop every expired subtree (bounded memory under TTL)."""
+        if self.ttl is None:
+            return
+        stack = [self.root]
+        while stack:
+            node = stack.pop()
+            for child in list(node.children.values()):
+                if self._expired(child, now):
+                    self._drop(child)
+                else:
+                    stack.append(child)
+
+    def iter_nodes(self) -> Iterator[Node]:
+        """Every node but the root, parents before children."""
+        stack = list(self.root.children.values())
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(node.children.values())
+
+    def units_of(self, node: Node) -> int:
+        """Length of a node's edge in units."""
+        return len(node.key) // self.width
+
+    # ----------------------------------------------------------------- internals
+
+    def _expired(self, node: Node, now: float | None) -> bool:
+        return self.ttl is not None and now is not None and now - node.last > self.ttl
+
+    def _lcp(self, seq: bytes, pos: int, key: bytes) -> int:
+        """Common prefix, in units, of ``seq[pos:]`` and ``key``."""
+        W = self.width
+        m = min(len(key), len(seq) - pos) // W
+        if m <= 16:
+            i = 0
+            while i < m and seq[pos + i * W:pos + (i + 1) * W] == key[i * W:(i + 1) * W]:
+                i += 1
+            return i
+        a = np.frombuffer(seq, dtype=self.dtype, count=m, offset=pos)
+        b = np.frombuffer(key, dtype=self.dtype, count=m)
+        neq = np.flatnonzero(a != b)
+        return int(neq[0]) if len(neq) else m
+
+    def _blocks(self, start: int, end: int) -> int:
+        """Block boundaries in ``(start, end]`` (units); plain units when not block-granular."""
+        B = self.evict_block
+        if not B:
+            return end - start
+        return (end // B - start // B) * B
+
+    def _store(self, seq: bytes, store: int, t: float, tick: int, creator: Any, read: int, hit: int | None) -> None:
+        """Insert ``seq[:store]`` (bytes), touch its path, and count reads within ``[0, read)``
+        and hits within ``[0, hit)`` (bytes) on whole edges, splitting where they end."""
+        W = self.width
+        node = self.root
+        pos = 0
+        while pos < store:
+            child = node.children.get(seq[pos:pos + W])
+            if child is None:
+                leaf = Node(seq[pos:store], pos // W, node, t, tick, creator)
+                node.children[seq[pos:pos + W]] = leaf
+                node.recent = leaf
+                self.nodes += 1
+                self.size += self._blocks(pos // W, store // W)
+                node = leaf
+                break
+            k = child.key
+            cut = None
+            if not (pos + len(k) <= store and seq.startswith(k, pos)):
+                # diverges inside this edge, or the stored prefix ends inside it
+                cut = min(self._lcp(seq, pos, k) * W, store - pos)
+            if hit is not None and pos < hit < pos + (cut if cut is not None else len(k)):
+                cut = hit - pos
+            if cut is not None:
+                child = self._split(child, cut // W)
+            end = pos + len(child.key)
+            if end <= read:
+                child.uses += 1
+            if hit is not None and end <= hit:
+                child.hits += 1
+            if t > child.last:
+                child.last = t
+            child.tick = tick
+            node.recent = child
+            node = child
+            pos = end
+        if self.capacity is not None:
+            if node is not self.root and not node.children:
+                self._push(node)
+            self._evict()
+
+    def _split(self, child: Node, units: int) -> Node:
+        """Split ``child`` after ``units`` units; return the new upper node."""
+        W = self.width
+        parent = child.parent
+        assert parent is not None and 0 < units < len(child.key) // W
+        upper = Node(child.key[:units * W], child.start, parent, child.last, child.tick, child.creator)
+        upper.uses = child.uses
+        upper.hits = child.hits
+        parent.children[child.key[:W]] = upper
+        if parent.recent is child:
+            parent.recent = upper
+        upper.recent = child
+        child.key = child.key[units * W:]
+        child.start += units
+        child.parent = upper
+        upper.children[child.key[:W]] = child
+        self.nodes += 1
+        return upper
+
+    def _drop(self, node: Node) -> None:
+        """Remove a node and its subtree (expired)."""
+        parent = node.parent
+        assert parent is not None
+        del parent.children[node.key[:self.width]]
+        stack = [node]
+        while stack:
+            x = stack.pop()
+            u = self._blocks(x.start, x.start + len(x.key) // self.width)
+            self.size -= u
+            self.expired_units += len(x.key) // self.width
+            self.nodes -= 1
+            stack.extend(x.children.values())
+            x.children = {}
+            x.parent = None
+        if self.capacity is not None:
+            self._trim_unaligned(parent)
+
+    def _push(self, node: Node) -> None:
+        if self.capacity is not None:
+            heapq.heappush(self._heap, (node.tick, next(self._seq), node))
+
+    def _trim_unaligned(self, node: Node) -> None:
+        """A block tree's node that became a leaf keeps only its whole blocks; a leaf holding
+        no whole block goes (its tokens were only the head of a child's block)."""
+        B = self.evict_block
+        while node is not self.root and not node.children and node.parent is not None:
+            end = node.start + len(node.key) // self.width
+            aligned = end - end % B if B else end
+            if aligned > node.start:
+                if aligned < end:
+                    node.key = node.key[:(aligned - node.start) * self.width]
+                self._push(node)
+                return
+            parent = node.parent
+            del parent.children[node.key[:self.width]]
+            node.parent = None
+            self.nodes -= 1
+            node = parent
+
+    def _evict(self) -> None:
+        """Evict LRU leaves (by blocks or whole nodes) until ``size <= capacity``."""
+        cap = self.capacity
+        assert cap is not None
+        W = self.width
+        B = self.evict_block
+        heap = self._heap
+        while self.size > cap and heap:
+            tick, _, node = heapq.heappop(heap)
+            if node.parent is None or node.children or node.tick != tick:
+                continue  # stale entry
+            units = len(node.key) // W
+            end = node.start + units
+            if B:
+                # drop the deepest block of this leaf
+                new_end = end - B
+                self.size -= B
+                self.evicted_units += B
+                if new_end > node.start:
+                    node.key = node.key[:(new_end - node.start) * W]
+                    heapq.heappush(heap, (node.tick, next(self._seq), node))
+                    continue
+                parent = node.parent
+                del parent.children[node.key[:W]]
+                node.parent = None
+                self.nodes -= 1
+                self._trim_unaligned(parent)
+            else:
+                self.size -= units
+                self.evicted_units += units
+                parent = node.parent
+                del parent.children[node.key[:W]]
+                node.parent = None
+                self.nodes -= 1
+                if parent is not self.root and not parent.children:
+                    heapq.heappush(heap, (parent.tick, next(self._seq), parent))

@@ -1,0 +1,176 @@
+"""Prices: genai-prices' bundled snapshot (no network refresh), overridable per model from a
+YAML file of custom or negotiated prices. Money is :class:`~decimal.Decimal` USD; rates are
+USD per million tokens.
+
+genai-prices (https://github.com/pydantic/genai-prices) carries dated prices with
+``input_mtok``, ``cache_read_mtok``, ``cache_write_mtok`` (5-minute / standard write) and
+``cache_write_1h_mtok``, tiered by total input size (a "cliff": crossing a tier prices every
+token at that tier). Its own ``calc_unit_price`` applies the tiers here.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import ConfigError
+
+MTOK = 1_000_000
+#: Our provider ids → genai-prices provider ids.
+GENAI_PROVIDER = {"openai": "openai", "anthropic": "anthropic", "gemini": "google", "deepseek": "deepseek"}
+
+
+@dataclass(frozen=True)
+class Rates:
+    """Per-million-token prices for one model at one time (``Decimal``, or genai-prices
+    ``TieredPrices``; ``None`` = not priced separately).
+
+    Attributes:
+        model: the priced model's id.
+        input, output: plain input and output prices.
+        cache_read: cache-hit price (``None``: hits cost the input price).
+        cache_write: 5-minute / standard cache-write price (``None``: the input price).
+        cache_write_1h: 1-hour cache-write price (``None``: ``cache_write``).
+        source: ``genai-prices <version>`` or the override file.
+    """
+
+    model: str
+    input: Any
+    output: Any
+    cache_read: Any
+    cache_write: Any
+    cache_write_1h: Any
+    source: str
+
+    def cost(self, prompt_tokens: int, cached: int, write: int = 0, write_1h: int = 0,
+             bills_writes: bool = True) -> Decimal:
+        """Input-side cost in USD of one request.
+
+        Args:
+            prompt_tokens: all prompt tokens.
+            cached: tokens read from the cache.
+            write: tokens written to the cache (all TTLs; includes ``write_1h``).
+            write_1h: the 1-hour part of ``write``.
+            bills_writes: False when the provider bills writes as plain input.
+
+        >>> r = Rates("m", Decimal(3), Decimal(15), Decimal("0.3"), Decimal("3.75"), Decimal(6), "t")
+        >>> r.cost(1000, 600, 300, 300)   # 100×3 + 600×0.3 + 300×6, per million
+        Decimal('0.00228')
+        """
+        from genai_prices.types import calc_unit_price
+
+        total = prompt_tokens
+        if not bills_writes:
+            write = write_1h = 0
+        plain = prompt_tokens - cached - write
+        w5 = write - write_1h
+        c = calc_unit_price(self.input, plain, total, MTOK)
+        c += calc_unit_price(self.cache_read if self.cache_read is not None else self.input, cached, total, MTOK)
+        wp = self.cache_write if self.cache_write is not None else self.input
+        c += calc_unit_price(wp, w5, total, MTOK)
+        c += calc_unit_price(self.cache_write_1h if self.cache_write_1h is not None else wp, write_1h, total, MTOK)
+        return c
+
+    def base(self, attr: str) -> Decimal | None:
+        """The untiered price of ``attr`` (for display)."""
+        v = getattr(self, attr)
+        return getattr(v, "base", v)
+
+
+def _dec(v: Any, where: str) -> Decimal | None:
+    if v is None:
+        return None
+    try:
+        d = Decimal(str(v))
+    except InvalidOperation:
+        raise ConfigError(f"{where}: {v!r} is not a price") from None
+    if d < 0:
+        raise ConfigError(f"{where}: negative price")
+    return d
+
+
+class PriceBook:
+    """Looks up :class:`Rates`, custom file first, then genai-prices.
+
+    Args:
+        prices_file: YAML ``{models: {<name or glob>: {input, output, cache_read, cache_write,
+            cache_write_1h, source}}}``, USD per million tokens.
+
+    Raises:
+        ConfigError: for an unreadable or invalid prices file.
+    """
+
+    def __init__(self, prices_file: str | Path | None = None):
+        self.custom: list[tuple[str, Rates]] = []
+        self._cache: dict[tuple[str | None, str, int], Rates | None] = {}
+        self.unknown: set[str] = set()
+        if prices_file:
+            self._load(Path(prices_file))
+        from importlib.metadata import version
+
+        try:
+            self.genai_version = version("genai-prices")
+        except Exception:
+            self.genai_version = "?"
+
+    def _load(self, path: Path) -> None:
+        try:
+            d = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as e:
+            raise ConfigError(f"{path}: {e}") from None
+        models = d.get("models") if isinstance(d, dict) else None
+        if not isinstance(models, dict):
+            raise ConfigError(f"{path}: expected a top-level 'models' mapping of model name → prices")
+        allowed = {"input", "output", "cache_read", "cache_write", "cache_write_1h", "source"}
+        for name, p in models.items():
+            where = f"{path}: models.{name}"
+            if not isinstance(p, dict) or "input" not in p:
+                raise ConfigError(f"{where}: needs at least 'input' (USD per million tokens)")
+            bad = set(p) - allowed
+            if bad:
+                raise ConfigError(f"{where}: unknown key(s) {', '.join(sorted(bad))}; allowed: {', '.join(sorted(allowed))}")
+            self.custom.append((str(name).lower(), Rates(
+                str(name), _dec(p["input"], where), _dec(p.get("output"), where) or Decimal(0),
+                _dec(p.get("cache_read"), where), _dec(p.get("cache_write"), where),
+                _dec(p.get("cache_write_1h"), where), str(p.get("source", path)))))
+
+    def rates(self, provider: str | None, model: str | None, when: float | None = None) -> Rates | None:
+        """Prices for a model at a time (UTC seconds; ``None`` = now), or ``None`` if unknown."""
+        if not model:
+            return None
+        hour = int(when // 3600) if when and when > 1e9 else -1
+        key = (provider, model, hour)
+        if key in self._cache:
+            return self._cache[key]
+        name = model.lower()
+        got: Rates | None = next((r for pat, r in self.custom if fnmatch.fnmatchcase(name, pat)), None)
+        if got is None:
+            got = self._genai(provider, model, when if hour >= 0 else None)
+        if got is None:
+            self.unknown.add(model)
+        self._cache[key] = got
+        return got
+
+    def _genai(self, provider: str | None, model: str, when: float | None) -> Rates | None:
+        from genai_prices.data_snapshot import get_snapshot
+
+        snap = get_snapshot()
+        ref = model.split("/")[-1] if provider in GENAI_PROVIDER else model
+        pid = GENAI_PROVIDER.get(provider or "")
+        try:
+            _, info = snap.find_provider_model(ref, None, pid, None)
+        except LookupError:
+            try:
+                _, info = snap.find_provider_model(model, None, None, None)
+            except LookupError:
+                return None
+        ts = datetime.fromtimestamp(when, timezone.utc) if when else datetime.now(timezone.utc)
+        mp = info.get_prices(ts)
+        return Rates(info.id, mp.input_mtok, mp.output_mtok, mp.cache_read_mtok, mp.cache_write_mtok,
+                     mp.cache_write_1h_mtok, f"genai-prices {self.genai_version}")

@@ -1,0 +1,103 @@
+"""One serialization of an :class:`~promptcache.audit.AuditResult`: the ``promptcache.audit/v1``
+record every machine format (JSON, CSV, ...) is built from."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from ..audit import SCENARIOS, AuditResult, ScenarioTotals
+
+SCHEMA = "promptcache.audit/v1"
+
+
+def money(v: Decimal | None) -> float | None:
+    """USD as a JSON number rounded to 1e-6 (``None`` stays ``None``)."""
+    return None if v is None else float(round(v, 6))
+
+
+def scenario_record(t: ScenarioTotals) -> dict[str, Any]:
+    """A scenario block: tokens, hit ratios and cost."""
+    return {
+        "requests": t.requests,
+        "prompt_tokens": t.prompt_tokens,
+        "cached_tokens": t.cached_tokens,
+        "cache_write_tokens": t.cache_write_tokens,
+        "uncached_tokens": t.uncached_tokens,
+        "hit_ratio": round(t.hit_ratio, 6),
+        "request_hit_ratio": round(t.request_hit_ratio, 6),
+        "cost_usd": money(t.cost),
+        "priced_requests": t.priced_requests,
+    }
+
+
+def audit_record(res: AuditResult, *, include_requests: bool = True) -> dict[str, Any]:
+    """The whole audit as plain JSON-able data (schema ``promptcache.audit/v1``)."""
+    sc = {name: scenario_record(t) for name, t in res.scenarios.items() if name != "reported" or t.requests}
+    sim, nc, ideal = res.scenarios["simulated"], res.scenarios["no_cache"], res.scenarios["ideal"]
+    summary: dict[str, Any] = {
+        "requests": len(res.outcomes),
+        "prompt_tokens": sum(o.prompt_tokens for o in res.outcomes),
+        "tokenizer": {
+            "name": ", ".join(res.tokenizers) or None,
+            "exact": res.tokenizer_exact,
+            "notes": [n for _, n in res.tokenizers.values() if n],
+        },
+        "scenarios": sc,
+        "savings_usd": {
+            "simulated_vs_no_cache": money(nc.cost - sim.cost) if nc.cost is not None and sim.cost is not None else None,
+            "left_on_table": money(sim.cost - ideal.cost) if sim.cost is not None and ideal.cost is not None else None,
+        },
+        "span_seconds": res.span_seconds,
+        "prices": res.prices_source,
+        "unpriced_models": res.unknown_models,
+        "miss_reasons": _reasons(res),
+        "upper_bound_note": "automatic provider caches route best-effort: simulated hits are an upper bound",
+    }
+    rec: dict[str, Any] = {
+        "schema": SCHEMA,
+        "inputs": [{"path": st.path, "format": st.format, "requests": st.requests, "skipped_lines": st.skipped_lines,
+                    "errors": [{"line": ln, "reason": r} for ln, r in st.errors],
+                    "missing_arrival": st.missing_arrival, "out_of_order": st.out_of_order} for st in res.inputs],
+        "summary": summary,
+        "rules": {ns: {"provider": r.provider, "mode": r.mode, "min_tokens": r.min_tokens, "granularity": r.granularity,
+                       "ttl_seconds": r.ttl_seconds, "capacity_tokens": r.capacity_tokens, "bills_writes": r.bills_writes,
+                       "source": r.source, "checked": r.checked} for ns, r in res.rules.items()},
+        "namespaces": [{"namespace": ns, **{k: scenario_record(v) for k, v in per.items()}} for ns, per in res.namespaces.items()],
+        "top_prefixes": [{"namespace": p.namespace, "start_token": p.start_token, "tokens": p.tokens,
+                          "reused_by": p.reused_by, "served_by_simulated": p.served,
+                          "first_segment": p.first_segment, "last_segment": p.last_segment,
+                          "example": {"id": p.example_id, "path": p.example_path, "line": p.example_line},
+                          "value_usd": money(p.value_usd), "realized_usd": money(p.realized_usd),
+                          "lost_usd": money(p.lost_usd)} for p in res.top_prefixes],
+        "warnings": res.warnings,
+        "findings": [f.to_record() if hasattr(f, "to_record") else f for f in res.findings],
+    }
+    if include_requests:
+        rec["requests"] = [_request(o) for o in res.outcomes]
+    return rec
+
+
+def _reasons(res: AuditResult) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for o in res.outcomes:
+        if o.miss_reason:
+            out[o.miss_reason] = out.get(o.miss_reason, 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def _request(o: Any) -> dict[str, Any]:
+    d = o.divergence
+    rec = {
+        "id": o.id, "path": o.path, "line": o.line, "namespace": o.namespace, "model": o.model,
+        "arrival": o.arrival, "prompt_tokens": o.prompt_tokens, "cached_tokens": o.cached_tokens,
+        "cache_write_tokens": o.write_tokens, "shared_prefix_tokens": o.shared_prefix_tokens,
+        "divergence": None if d is None else {"segment": d.segment, "char_offset": d.char_offset, "token_index": d.token_index},
+        "diverged_from": o.diverged_from, "miss_reason": o.miss_reason,
+    }
+    if o.usage is not None:
+        rec["reported"] = {"input_tokens": o.usage.input_tokens, "cached_tokens": o.usage.cache_read_tokens,
+                           "cache_write_tokens": o.usage.cache_write_tokens}
+    if o.flags:
+        rec["flags"] = list(o.flags)
+    return rec

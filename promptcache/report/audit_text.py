@@ -1,0 +1,137 @@
+"""The terminal report of an audit (Rich)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ..audit import AuditResult
+
+
+def usd(v: Decimal | None) -> str:
+    """Money for people: ``$1,234.57``; small amounts keep four decimals; ``—`` when unpriced."""
+    if v is None:
+        return "—"
+    if abs(v) < 1:
+        return f"${v:,.4f}"
+    return f"${v:,.2f}"
+
+
+def pct(x: float) -> str:
+    """A ratio as a percentage with one decimal."""
+    return f"{100 * x:.1f}%"
+
+
+def duration(s: float | None) -> str:
+    """Seconds as ``2h 14m`` / ``5m 3s`` / ``42s``."""
+    if s is None:
+        return "unknown span"
+    s = int(s)
+    if s >= 86400:
+        return f"{s // 86400}d {s % 86400 // 3600}h"
+    if s >= 3600:
+        return f"{s // 3600}h {s % 3600 // 60}m"
+    if s >= 60:
+        return f"{s // 60}m {s % 60}s"
+    return f"{s}s"
+
+
+def per_day(v: Decimal | None, span: float | None) -> str:
+    """``≈ $x/day`` at the log's rate, or ``""`` when the span is too short to say."""
+    if v is None or not span or span < 60:
+        return ""
+    return f" (≈ {usd(v * Decimal(86400) / Decimal(str(span)))}/day at this log's rate)"
+
+
+def render_audit(res: AuditResult, console: Console, *, top: int = 10) -> None:
+    """Print the audit summary: scenarios, savings, miss reasons, top prefixes, namespaces."""
+    n = len(res.outcomes)
+    skipped = sum(st.skipped_lines for st in res.inputs)
+    prompt = res.scenarios["no_cache"].prompt_tokens
+    files = ", ".join(f"{st.path} ({st.format or 'no requests'})" for st in res.inputs)
+    console.print(Text.assemble(("promptcache audit", "bold"), f"  {files}"))
+    console.print(f"{n:,} requests, {prompt:,} prompt tokens, {duration(res.span_seconds)}"
+                  + (f"; [yellow]{skipped:,} malformed line(s) skipped[/]" if skipped else ""))
+    for name, (exact, note) in res.tokenizers.items():
+        label = "[green]exact[/]" if exact else "[yellow]approximate[/]"
+        console.print(f"Tokenizer: {name} ({label}{': ' + note if note else ''})")
+    for ns, r in list(res.rules.items())[:6]:
+        console.print(f"Rules {ns}: {r.describe()}  [dim]{r.source} (checked {r.checked})[/]")
+    if len(res.rules) > 6:
+        console.print(f"[dim]… and {len(res.rules) - 6} more namespaces[/]")
+
+    t = Table(title="Cost by scenario (input side; output tokens cost the same in every scenario)", title_justify="left")
+    t.add_column("Scenario")
+    t.add_column("Cached tokens", justify="right")
+    t.add_column("Hit ratio (tokens)", justify="right")
+    t.add_column("Hit ratio (requests)", justify="right")
+    t.add_column("Cache writes", justify="right")
+    t.add_column("Cost", justify="right")
+    desc = {"no_cache": "no cache", "reported": "reported (log usage)", "simulated": "simulated rules",
+            "ideal": "ideal (unbounded, no minimum)"}
+    for name in ("no_cache", "reported", "simulated", "ideal"):
+        s = res.scenarios[name]
+        if name == "reported" and not s.requests:
+            continue
+        extra = f" ({s.requests:,} req.)" if name == "reported" and s.requests != n else ""
+        t.add_row(desc[name] + extra, f"{s.cached_tokens:,}", pct(s.hit_ratio), pct(s.request_hit_ratio),
+                  f"{s.cache_write_tokens:,}", usd(s.cost))
+    console.print(t)
+    nc, sim, ideal = res.scenarios["no_cache"].cost, res.scenarios["simulated"].cost, res.scenarios["ideal"].cost
+    if nc is not None and sim is not None and ideal is not None:
+        saved = nc - sim
+        lost = sim - ideal
+        console.print(f"Caching saves {usd(saved)} ({pct(float(saved / nc)) if nc else '0%'}) against no cache."
+                      f" [bold]Left on the table: {usd(lost)}[/]{per_day(lost, res.span_seconds)}"
+                      " — the gap between the simulated rules and the ideal cache.")
+    else:
+        console.print("[yellow]No prices for these requests: token counts only (add prices with --prices FILE).[/]")
+    if any(r.kind == "provider" and r.mode == "prefix" for r in res.rules.values()):
+        console.print("[dim]Automatic provider caches route best-effort: simulated hits are an upper bound.[/]")
+
+    reasons: dict[str, int] = {}
+    for o in res.outcomes:
+        if o.miss_reason:
+            reasons[o.miss_reason] = reasons.get(o.miss_reason, 0) + 1
+    if reasons:
+        console.print("Requests served less than the ideal, by reason: " + ", ".join(
+            f"{k.replace('_', ' ')} {v:,}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1])))
+
+    if res.top_prefixes:
+        t = Table(title="Top shared prefixes (ranked by money left on the table)", title_justify="left")
+        for col, j in (("#", "right"), ("Namespace", "left"), ("Tokens", "right"), ("Starts at", "left"),
+                       ("Reused by", "right"), ("Served", "right"), ("Worth", "right"), ("Left on table", "right"),
+                       ("First seen", "left")):
+            t.add_column(col, justify=j)  # type: ignore[arg-type]
+        for i, p in enumerate(res.top_prefixes[:top], 1):
+            where = p.first_segment or "-"
+            if p.last_segment and p.last_segment != p.first_segment:
+                where += f" … {p.last_segment}"
+            t.add_row(str(i), p.namespace, f"{p.tokens:,}", f"token {p.start_token:,}: {where}", f"{p.reused_by:,}",
+                      f"{p.served:,}", usd(p.value_usd), usd(p.lost_usd), f"{p.example_path}:{p.example_line}")
+        console.print(t)
+
+    if len(res.namespaces) > 1:
+        t = Table(title="By model / namespace", title_justify="left")
+        for col in ("Namespace", "Requests", "Prompt tokens", "Simulated hit", "Ideal hit", "Simulated cost", "Ideal cost"):
+            t.add_column(col, justify="left" if col == "Namespace" else "right")
+        rows = sorted(res.namespaces.items(), key=lambda kv: -(kv[1]["no_cache"].prompt_tokens))
+        for ns, per in rows[:20]:
+            t.add_row(ns, f"{per['no_cache'].requests:,}", f"{per['no_cache'].prompt_tokens:,}",
+                      pct(per["simulated"].hit_ratio), pct(per["ideal"].hit_ratio), usd(per["simulated"].cost),
+                      usd(per["ideal"].cost))
+        if len(rows) > 20:
+            t.caption = f"… {len(rows) - 20} more namespaces in --format json"
+        console.print(t)
+
+    for st in res.inputs:
+        if st.skipped_lines:
+            shown = "; ".join(f"{st.path}:{ln}: {r}" for ln, r in st.errors[:5])
+            more = f" (and {st.skipped_lines - 5} more)" if st.skipped_lines > 5 else ""
+            console.print(f"[yellow]skipped {st.skipped_lines} line(s): {shown}{more}[/]")
+    for w in res.warnings:
+        console.print(f"[yellow]warning:[/] {w}")

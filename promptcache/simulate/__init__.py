@@ -1,0 +1,275 @@
+"""Cache simulation: per cache namespace, replay tokenized prompts in arrival order against the
+provider's or engine's rules and against an ideal cache.
+
+- ``ideal``: unbounded, no minimum, no TTL, token-level: the structural upper bound. One ideal
+  tree per (provider, model): a ``prompt_cache_key`` that splits traffic is a choice, so its
+  cost shows as the gap to the ideal.
+- ``simulated``: the chosen :class:`~promptcache.simulate.rules.CacheRules`, one cache per
+  namespace (model, and cache key where the provider partitions by it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from ..model import Divergence, Segment, Usage
+from ..prefix.tree import PrefixTree
+from .boundaries import BoundarySim
+from .rules import CacheRules
+
+
+@dataclass(slots=True)
+class Prompt:
+    """A tokenized request, ready to simulate.
+
+    Attributes:
+        units: the prompt as little-endian unit bytes (uint32 token ids, or uint64 block ids
+            for hashed traces).
+        width: bytes per unit (4 or 8).
+        unit_tokens: tokens per unit (1 for token ids; the trace's block size when hashed).
+        n_tokens: prompt length in tokens.
+        segments: rendered segments (empty for hashed prompts).
+        seg_ends: token offset where each segment ends (cumulative).
+        seg_keys: chained 16-byte digest of the prompt up to the end of each segment (used by
+            breakpoint and boundary caches).
+    """
+
+    units: bytes
+    width: int
+    unit_tokens: int
+    n_tokens: int
+    segments: Sequence[Segment] = ()
+    seg_ends: Sequence[int] = ()
+    seg_keys: Sequence[bytes] = ()
+
+    def tokens_of(self, units: int) -> int:
+        """Tokens covered by the first ``units`` units."""
+        return min(units * self.unit_tokens, self.n_tokens)
+
+
+@dataclass(slots=True)
+class RequestRef:
+    """What the prefix tree remembers about a request: enough to name where it diverged.
+
+    Attributes:
+        index: arrival index in the whole audit.
+        id: request id.
+        line: log line.
+        path: log file.
+        seg_ends: token end offset of each segment.
+        seg_paths: path of each segment.
+    """
+
+    index: int
+    id: str
+    line: int
+    path: str
+    seg_ends: tuple[int, ...] = ()
+    seg_paths: tuple[str, ...] = ()
+
+    def segment_at(self, token: int) -> str | None:
+        """Path of the segment holding a token index, or ``None`` (hashed)."""
+        from bisect import bisect_right
+
+        if not self.seg_ends:
+            return None
+        i = bisect_right(self.seg_ends, token)
+        return self.seg_paths[min(i, len(self.seg_paths) - 1)]
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What happened to one request (token counts in tokens; times in seconds).
+
+    Attributes:
+        index: arrival index.
+        id, path, line: request id and log location.
+        namespace: cache namespace label (``openai/gpt-4o`` or ``openai/gpt-4o/key=...``).
+        provider, model: rules provider id and model name.
+        arrival: arrival time or ``None``.
+        prompt_tokens: prompt length.
+        cached_tokens: simulated cache reads.
+        write_tokens: simulated tokens billed as cache writes (all TTLs).
+        write_1h_tokens: the 1-hour part of ``write_tokens``.
+        shared_prefix_tokens: exact longest prefix shared with any earlier request of the same
+            model (the ideal cache read).
+        ideal_write_tokens: tokens an oracle writes (new tokens that some later request reads);
+            final only after :meth:`Simulator.finish`.
+        divergence: where the prompt leaves the best earlier prompt, or ``None``.
+        diverged_from: index of that earlier request, or ``None``.
+        miss_reason: why ``cached_tokens`` < ``shared_prefix_tokens`` (``below_min``,
+            ``expired``, ``evicted``, ``granularity``, ``no_breakpoint``,
+            ``after_last_breakpoint``, ``lookback``, ``namespace``), or ``None``.
+        usage: reported usage, if the log has it.
+        flags: rule-specific observations (``breakpoints_over_limit`` ...).
+    """
+
+    index: int
+    id: str
+    path: str
+    line: int
+    namespace: str
+    provider: str
+    model: str | None
+    arrival: float | None
+    prompt_tokens: int
+    cached_tokens: int = 0
+    write_tokens: int = 0
+    write_1h_tokens: int = 0
+    shared_prefix_tokens: int = 0
+    ideal_write_tokens: int = 0
+    divergence: Divergence | None = None
+    diverged_from: int | None = None
+    miss_reason: str | None = None
+    usage: Usage | None = None
+    flags: tuple[str, ...] = ()
+    output_tokens: int = 0
+
+
+@dataclass
+class IdealCache:
+    """The unbounded token-level tree of one (provider, model), plus oracle write accounting."""
+
+    width: int
+    unit_tokens: int = 1
+    tree: PrefixTree = field(init=False)
+    requests: int = 0
+
+    def __post_init__(self) -> None:
+        self.tree = PrefixTree(width=self.width)
+
+
+class PrefixSim:
+    """Longest-live-prefix caches: OpenAI (≤ GPT-5.5), Gemini, DeepSeek, vLLM, SGLang.
+
+    hit = floor(min(live LCP, prompt − max_hit_offset) / granularity) × granularity, and 0
+    below ``min_tokens``. ``full_blocks_only`` stores only whole granularity blocks (vLLM).
+    """
+
+    def __init__(self, rules: CacheRules, width: int, unit_tokens: int):
+        self.rules = rules
+        self.unit_tokens = unit_tokens
+        cap_units = None
+        evict_block = 0
+        if rules.capacity_tokens is not None:
+            cap_units = max(1, rules.capacity_tokens // unit_tokens)
+            if rules.eviction == "block":
+                evict_block = max(1, rules.granularity // unit_tokens)
+                cap_units -= cap_units % evict_block
+        elif rules.eviction == "block" and rules.full_blocks_only:
+            evict_block = max(1, rules.granularity // unit_tokens)
+        self.tree = PrefixTree(width=width, ttl=rules.ttl_seconds, capacity_units=cap_units, evict_block=evict_block)
+        self._sweep_at = 4096
+
+    def step(self, p: Prompt, now: float | None) -> tuple[int, int, int, int, bool]:
+        """Simulate one prompt → ``(cached, write, write_1h, live_lcp_tokens, expired)`` where
+        ``expired`` says an entry on the prompt's path had expired."""
+        r = self.rules
+        n = p.n_tokens
+        g = max(1, r.granularity)
+        store_tokens = (n // g) * g if r.full_blocks_only else n
+        if n < r.min_tokens:
+            store_tokens = 0
+        u = p.unit_tokens
+        store_units = store_tokens // u
+        if store_tokens == n and n % u:
+            store_units += 1  # the partial last hashed block is stored whole
+        tree = self.tree
+        expired_before = tree.expired_units
+        lcp_units, _, _ = tree.access(p.units, store_units, now, None)
+        expired = tree.expired_units > expired_before
+        if tree.ttl is not None and now is not None and tree.nodes > self._sweep_at:
+            tree.sweep(now)
+            self._sweep_at = 2 * tree.nodes + 1024
+        live = p.tokens_of(lcp_units)
+        hit = (min(live, max(0, n - r.max_hit_offset)) // g) * g
+        if hit < r.min_tokens:
+            hit = 0
+        write = max(0, store_tokens - hit) if r.bills_writes else 0
+        return hit, write, 0, live, expired
+
+
+def miss_reason(rules: CacheRules, *, cached: int, shared: int, live: int | None, expired: bool, keyed: bool) -> str | None:
+    """Why the simulated read (``cached``) falls short of the ideal (``shared``), or ``None``.
+
+    Args:
+        rules: the rules simulated.
+        cached: simulated cache read, tokens.
+        shared: ideal read (longest prefix shared with any earlier request), tokens.
+        live: live longest prefix in the simulated cache (prefix mode), else ``None``.
+        expired: an entry on the prompt's path expired during this request.
+        keyed: the simulated namespace is narrower than the ideal one (a cache key splits it).
+    """
+    if cached >= shared:
+        return None
+    if shared < rules.min_tokens:
+        return "below_min"
+    if live is None:  # breakpoint / boundary caches: what the shared prefix extends past
+        return "after_last_breakpoint"
+    if live < shared:
+        if expired:
+            return "expired"
+        if rules.capacity_tokens is not None:
+            return "evicted"
+        if keyed:
+            return "namespace"
+        if rules.ttl_seconds is not None:
+            return "expired"
+        # nothing expired or was evicted: the earlier prompts were stored only in part
+        return "granularity" if rules.full_blocks_only else "below_min"
+    if cached == 0 and (live // max(1, rules.granularity)) * rules.granularity < rules.min_tokens:
+        return "below_min"
+    return "granularity"
+
+
+class Simulator:
+    """Replays prompts against the ideal cache and, per namespace, the simulated rules."""
+
+    def __init__(self) -> None:
+        self.ideal: dict[tuple[str, str | None], IdealCache] = {}
+        self.sims: dict[str, PrefixSim | BoundarySim] = {}
+
+    def step(self, *, ref: RequestRef, prompt: Prompt, rules: CacheRules, namespace: str,
+             ideal_key: tuple[str, str | None], now: float | None) -> tuple[int, int, int, int, str | None, RequestRef | None, tuple[str, ...]]:
+        """Simulate one request.
+
+        Returns:
+            ``(cached, write, write_1h, shared, miss_reason, diverged_from, flags)``, tokens.
+        """
+        sim = self.sims.get(namespace)
+        if sim is None:
+            sim = PrefixSim(rules, prompt.width, prompt.unit_tokens) if rules.mode == "prefix" else BoundarySim(rules)
+            self.sims[namespace] = sim
+        flags: tuple[str, ...] = ()
+        if isinstance(sim, PrefixSim):
+            cached, write, write_1h, live, expired = sim.step(prompt, now)
+            reason = None
+        else:
+            cached, write, write_1h, reason, flags = sim.step(prompt, now)
+            live, expired = None, False
+        ideal = self.ideal.get(ideal_key)
+        if ideal is None:
+            ideal = self.ideal[ideal_key] = IdealCache(prompt.width, prompt.unit_tokens)
+        ideal.requests += 1
+        lcp_units, _, other = ideal.tree.access(prompt.units, len(prompt.units) // prompt.width, None, ref,
+                                                cached // prompt.unit_tokens)
+        shared = prompt.tokens_of(lcp_units)
+        if reason is None:
+            reason = miss_reason(rules, cached=cached, shared=shared, live=live, expired=expired,
+                                 keyed=namespace != "/".join(str(k) for k in ideal_key))
+        elif cached >= shared:
+            reason = None
+        return cached, write, write_1h, shared, reason, other, flags
+
+    def ideal_writes(self) -> dict[int, int]:
+        """Oracle writes per request index, in units: every edge that some later request read
+        was worth writing once, by the request that created it."""
+        out: dict[int, int] = {}
+        for ic in self.ideal.values():
+            W = ic.tree.width
+            for node in ic.tree.iter_nodes():
+                if node.uses and node.creator is not None:
+                    idx = node.creator.index
+                    out[idx] = out.get(idx, 0) + len(node.key) // W
+        return out

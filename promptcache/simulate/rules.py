@@ -1,0 +1,254 @@
+"""Cache rules from ``rules/providers/*.yaml``: one file per provider or engine, every number
+with the URL it came from and the date it was checked.
+
+A file describes how requests render (section order, framing, which parameters are in the
+prefix), which tokenizer applies, what partitions the cache (namespace), and, per model pattern,
+the cache mechanics (:class:`CacheRules`).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field, replace
+from datetime import date
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from ..errors import ConfigError
+from ..render import FRAMINGS, SECTIONS, Layout
+
+RULES_DIR = Path(__file__).resolve().parent.parent / "_rules"
+MODES = ("prefix", "boundaries", "breakpoints")
+
+_FILE_KEYS = {"id", "name", "kind", "source", "checked", "notes", "render", "tokenizer", "namespace",
+              "retention", "models", "min_tokens", "ttl_options"}
+_MODEL_KEYS = {"match", "mode", "min_tokens", "granularity", "block_size", "full_blocks_only", "max_hit_offset",
+               "ttl_seconds", "refresh_on_hit", "eviction", "bills_writes", "source", "checked", "lookback",
+               "max_breakpoints", "max_writes"}
+
+
+@dataclass(frozen=True)
+class CacheRules:
+    """The cache mechanics that apply to one model (all sizes in tokens, times in seconds).
+
+    Attributes:
+        provider: provider or engine id (``openai``, ``anthropic``, ``vllm`` ...).
+        kind: ``provider`` or ``engine``.
+        mode: ``prefix`` (longest live prefix, floored to ``granularity``), ``breakpoints``
+            (entries only at explicit breakpoints, with lookback: Anthropic) or ``boundaries``
+            (entries at message endings: OpenAI GPT-5.6+).
+        min_tokens: shortest cacheable prefix.
+        granularity: hits are whole multiples of this (OpenAI 128; engines' block size).
+        full_blocks_only: only whole ``granularity`` blocks are stored (vLLM).
+        max_hit_offset: tokens at the end of a prompt that are always recomputed (engines: 1).
+        ttl_seconds: idle lifetime, or ``None`` for none.
+        refresh_on_hit: whether a read restarts the lifetime.
+        eviction: ``block`` or ``node`` LRU when ``capacity_tokens`` is set.
+        capacity_tokens: LRU capacity, or ``None`` for unbounded.
+        bills_writes: whether writes are billed at a cache-write price (else as plain input).
+        lookback: blocks (breakpoints) or message endings (boundaries) searched back.
+        max_breakpoints: most breakpoints a request may carry.
+        max_writes: most cache writes per request.
+        source, checked: where the numbers come from and when they were checked.
+    """
+
+    provider: str
+    kind: str
+    mode: str
+    min_tokens: int = 0
+    granularity: int = 1
+    full_blocks_only: bool = False
+    max_hit_offset: int = 0
+    ttl_seconds: float | None = None
+    refresh_on_hit: bool = True
+    eviction: str | None = None
+    capacity_tokens: int | None = None
+    bills_writes: bool = False
+    lookback: int | None = None
+    max_breakpoints: int | None = None
+    max_writes: int | None = None
+    source: str = ""
+    checked: str = ""
+
+    def describe(self) -> str:
+        """One line for reports, e.g. ``openai: prefix, min 1024, 128-token steps, TTL 600 s``."""
+        bits = [self.mode]
+        if self.min_tokens:
+            bits.append(f"min {self.min_tokens}")
+        if self.granularity > 1:
+            bits.append(f"{self.granularity}-token {'blocks' if self.full_blocks_only else 'steps'}")
+        if self.mode == "breakpoints":
+            bits.append(f"≤{self.max_breakpoints} breakpoints, {self.lookback}-block lookback")
+        bits.append(f"TTL {int(self.ttl_seconds)} s" if self.ttl_seconds else "no TTL")
+        if self.capacity_tokens:
+            bits.append(f"LRU {self.capacity_tokens:,} tokens")
+        return f"{self.provider}: " + ", ".join(bits)
+
+
+@dataclass(frozen=True)
+class ProviderFile:
+    """One ``rules/providers/<id>.yaml`` file, validated."""
+
+    id: str
+    name: str
+    kind: str
+    source: str
+    checked: str
+    notes: str
+    layout: Layout
+    tokenizer: str | None
+    namespace: tuple[str, ...]
+    retention: Mapping[str, float]
+    ttl_options: Mapping[str, int]
+    models: tuple[tuple[tuple[str, ...], Mapping[str, Any]], ...]
+    min_tokens: tuple[tuple[tuple[str, ...], int], ...] = ()
+    path: str = ""
+
+    def rules_for(self, model: str | None, *, ttl: float | None = None, capacity_tokens: int | None = None,
+                  block_size: int | None = None, retention: str | None = None) -> CacheRules:
+        """The :class:`CacheRules` for a model, with command-line overrides applied.
+
+        Args:
+            model: model name as logged (``None`` matches only ``*``).
+            ttl: ``--ttl`` seconds (0 disables expiry).
+            capacity_tokens: ``--capacity-tokens``.
+            block_size: ``--block-size`` (engines' block; sets granularity).
+            retention: the request's ``prompt_cache_retention`` (OpenAI).
+        """
+        name = (model or "").split("/")[-1].lower()
+        spec = next((m for pats, m in self.models if any(fnmatch.fnmatchcase(name, p) for p in pats)), None)
+        if spec is None:
+            raise ConfigError(f"{self.path}: no 'models' entry matches {model!r}; add a '*' entry")
+        min_tokens = spec.get("min_tokens")
+        if min_tokens is None:
+            min_tokens = next((t for pats, t in self.min_tokens if any(fnmatch.fnmatchcase(name, p) for p in pats)), 0)
+        gran = int(spec.get("block_size") or spec.get("granularity") or 1)
+        r = CacheRules(
+            provider=self.id, kind=self.kind, mode=spec["mode"], min_tokens=int(min_tokens), granularity=gran,
+            full_blocks_only=bool(spec.get("full_blocks_only", False)), max_hit_offset=int(spec.get("max_hit_offset", 0)),
+            ttl_seconds=spec.get("ttl_seconds"), refresh_on_hit=bool(spec.get("refresh_on_hit", True)),
+            eviction=spec.get("eviction"), bills_writes=bool(spec.get("bills_writes", False)),
+            lookback=spec.get("lookback"), max_breakpoints=spec.get("max_breakpoints"), max_writes=spec.get("max_writes"),
+            source=str(spec.get("source", self.source)), checked=str(spec.get("checked", self.checked)),
+        )
+        if retention and retention in self.retention:
+            r = replace(r, ttl_seconds=self.retention[retention])
+        if ttl is not None:
+            r = replace(r, ttl_seconds=float(ttl) if ttl > 0 else None)
+        if block_size is not None:
+            if block_size < 1:
+                raise ConfigError("--block-size must be at least 1")
+            r = replace(r, granularity=block_size)
+        if capacity_tokens is not None:
+            if capacity_tokens < 1:
+                raise ConfigError("--capacity-tokens must be at least 1")
+            r = replace(r, capacity_tokens=capacity_tokens, eviction=r.eviction or "node")
+        return r
+
+
+def _patterns(v: Any, where: str) -> tuple[str, ...]:
+    if isinstance(v, str):
+        return (v.lower(),)
+    if isinstance(v, list) and all(isinstance(x, str) for x in v):
+        return tuple(x.lower() for x in v)
+    raise ConfigError(f"{where}: 'match' must be a pattern or a list of patterns")
+
+
+def _check_source(d: Mapping[str, Any], where: str) -> None:
+    src = d.get("source")
+    if not isinstance(src, str) or not src.startswith("http"):
+        raise ConfigError(f"{where}: every entry needs a 'source' URL")
+    chk = d.get("checked")
+    if isinstance(chk, date):
+        return
+    try:
+        date.fromisoformat(str(chk))
+    except ValueError:
+        raise ConfigError(f"{where}: 'checked' must be a date (YYYY-MM-DD), got {chk!r}") from None
+
+
+def parse_provider_file(path: Path) -> ProviderFile:
+    """Load and validate one provider file.
+
+    Raises:
+        ConfigError: naming the file and the bad key.
+    """
+    try:
+        d = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as e:
+        raise ConfigError(f"{path}: {e}") from None
+    if not isinstance(d, dict):
+        raise ConfigError(f"{path}: not a mapping")
+    unknown = set(d) - _FILE_KEYS
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(_FILE_KEYS))}")
+    _check_source(d, str(path))
+    if d.get("id") != path.stem:
+        raise ConfigError(f"{path}: 'id' must equal the file name ({path.stem!r})")
+    render = d.get("render") or {}
+    order = tuple(render.get("order", ("params", "system", "tools", "messages")))
+    if sorted(order) != sorted(SECTIONS):
+        raise ConfigError(f"{path}: render.order must be a permutation of {', '.join(SECTIONS)}")
+    framing = render.get("framing", "harmony")
+    if framing not in FRAMINGS:
+        raise ConfigError(f"{path}: render.framing {framing!r} unknown; available: {', '.join(FRAMINGS)}")
+    models = []
+    for i, m in enumerate(d.get("models") or []):
+        where = f"{path}: models[{i}]"
+        if not isinstance(m, dict):
+            raise ConfigError(f"{where}: not a mapping")
+        bad = set(m) - _MODEL_KEYS
+        if bad:
+            raise ConfigError(f"{where}: unknown key(s) {', '.join(sorted(bad))}")
+        if m.get("mode") not in MODES:
+            raise ConfigError(f"{where}: 'mode' must be one of {', '.join(MODES)}")
+        _check_source(m, where)
+        models.append((_patterns(m.get("match"), where), m))
+    if not models:
+        raise ConfigError(f"{path}: no 'models' entries")
+    mins = []
+    for i, e in enumerate(d.get("min_tokens") or []):
+        if not isinstance(e, dict) or not isinstance(e.get("tokens"), int):
+            raise ConfigError(f"{path}: min_tokens[{i}] needs 'match' and integer 'tokens'")
+        mins.append((_patterns(e.get("match"), f"{path}: min_tokens[{i}]"), int(e["tokens"])))
+    retention = {}
+    for k, v in (d.get("retention") or {}).items():
+        _check_source(v, f"{path}: retention.{k}")
+        retention[str(k)] = float(v["seconds"])
+    return ProviderFile(
+        id=d["id"], name=str(d.get("name", d["id"])), kind=str(d.get("kind", "provider")), source=d["source"],
+        checked=str(d["checked"]), notes=" ".join(str(d.get("notes", "")).split()),
+        layout=Layout(order=order, params=tuple(render.get("params") or ()), framing=framing),
+        tokenizer=d.get("tokenizer"), namespace=tuple(d.get("namespace") or ("model",)),
+        retention=retention, ttl_options=dict(d.get("ttl_options") or {}), models=tuple(models),
+        min_tokens=tuple(mins), path=str(path),
+    )
+
+
+@lru_cache(maxsize=None)
+def load_providers(directory: str | None = None) -> dict[str, ProviderFile]:
+    """Every provider file in ``directory`` (default: the shipped ``rules/providers``), by id.
+
+    Raises:
+        ConfigError: for the first invalid file.
+    """
+    d = Path(directory) if directory else RULES_DIR / "providers"
+    files = sorted(d.glob("*.yaml"))
+    if not files:
+        raise ConfigError(f"no provider files in {d}")
+    return {p.stem: parse_provider_file(p) for p in files}
+
+
+def provider(name: str) -> ProviderFile:
+    """The provider file for ``--cache-model NAME``.
+
+    Raises:
+        ConfigError: listing the known names.
+    """
+    provs = load_providers()
+    if name not in provs:
+        raise ConfigError(f"unknown cache model {name!r}; available: {', '.join(sorted(provs))}")
+    return provs[name]

@@ -1,0 +1,145 @@
+"""tiktoken encodings, offline.
+
+tiktoken downloads its BPE ranks on first use; these machines (and many CI runners) have no
+network. The ranks of ``o200k_base`` and ``cl100k_base`` ship, byte-identical, in the
+``quicktok-v1`` wheel (its ``data/*.vocab`` files: u32 count, then per token u16 length, the
+bytes, u32 rank, little-endian). Rewritten in tiktoken's text format they reproduce
+tiktoken's expected sha256 exactly (``tests/test_tokenize.py`` checks it). tiktoken itself
+still does all the encoding, with its own pattern and special tokens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import struct
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+from typing import Sequence
+from unittest import mock
+
+import tiktoken
+import tiktoken_ext.openai_public as openai_public
+
+from ..errors import ConfigError
+
+#: tiktoken encoding → quicktok vocabulary file stem.
+_QUICKTOK_STEM = {"o200k_base": "o200k", "o200k_harmony": "o200k", "cl100k_base": "cl100k"}
+ENCODINGS = ("o200k_base", "o200k_harmony", "cl100k_base")
+
+
+def _quicktok_dir() -> Path | None:
+    spec = importlib.util.find_spec("quicktok")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    d = Path(list(spec.submodule_search_locations)[0]) / "data"
+    return d if d.is_dir() else None
+
+
+def read_quicktok_vocab(path: Path) -> dict[bytes, int]:
+    """Parse a quicktok ``.vocab`` file into tiktoken's ``mergeable_ranks`` mapping.
+
+    Raises:
+        ConfigError: when the file is truncated or malformed.
+    """
+    b = path.read_bytes()
+    try:
+        (n,) = struct.unpack_from("<I", b, 0)
+        off, ranks = 4, {}
+        for _ in range(n):
+            (ln,) = struct.unpack_from("<H", b, off)
+            tok = b[off + 2: off + 2 + ln]
+            (rank,) = struct.unpack_from("<I", b, off + 2 + ln)
+            ranks[tok] = rank
+            off += 6 + ln
+    except struct.error:
+        raise ConfigError(f"{path}: truncated quicktok vocabulary") from None
+    if off != len(b):
+        raise ConfigError(f"{path}: trailing bytes in quicktok vocabulary")
+    return ranks
+
+
+def _tiktoken_cache_file(url: str) -> Path:
+    cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR") \
+        or os.path.join(tempfile.gettempdir(), "data-gym-cache")
+    return Path(cache_dir) / hashlib.sha1(url.encode()).hexdigest()
+
+
+@lru_cache(maxsize=None)
+def load_encoding(name: str) -> tiktoken.Encoding:
+    """A tiktoken :class:`~tiktoken.Encoding` that never touches the network.
+
+    Uses tiktoken's own cache when it already holds the file, else the ranks shipped in the
+    ``quicktok-v1`` wheel.
+
+    Raises:
+        ConfigError: for an unknown encoding, or when neither source is available.
+    """
+    if name not in ENCODINGS:
+        raise ConfigError(f"unknown tiktoken encoding {name!r}; available offline: {', '.join(ENCODINGS)}")
+    constructor = openai_public.ENCODING_CONSTRUCTORS[name]
+    qdir = _quicktok_dir()
+
+    def load_ranks(url: str, expected_hash: str | None = None) -> dict[bytes, int]:
+        cached = _tiktoken_cache_file(url)
+        if cached.exists():
+            return openai_public.load_tiktoken_bpe(url, expected_hash=expected_hash)
+        if qdir is None:
+            raise ConfigError(
+                f"tokenizer {name} needs its BPE file and there is no network: install "
+                "'quicktok-v1' (ships it) or put the file in $TIKTOKEN_CACHE_DIR")
+        return read_quicktok_vocab(qdir / f"{_QUICKTOK_STEM[name]}.vocab")
+
+    with mock.patch.object(openai_public, "load_tiktoken_bpe", load_ranks):
+        spec = constructor()
+    return tiktoken.Encoding(spec["name"], pat_str=spec["pat_str"],
+                             mergeable_ranks=spec["mergeable_ranks"], special_tokens=spec["special_tokens"])
+
+
+class TiktokenTokenizer:
+    """OpenAI's tokenizer through tiktoken (exact for OpenAI models)."""
+
+    def __init__(self, encoding: str, *, exact: bool = True, note: str = ""):
+        self.enc = load_encoding(encoding)
+        # Chat framing ids (harmony specials) live in o200k_harmony; same ranks as o200k_base.
+        self._specials = load_encoding("o200k_harmony")._special_tokens if encoding.startswith("o200k") else dict(self.enc._special_tokens)
+        self.name = encoding if exact else f"approx:{encoding}"
+        self.exact = exact
+        self.note = note
+        self._threads = max(1, os.cpu_count() or 1)
+
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids of each text (``encode_ordinary``: special-token text is plain text)."""
+        if len(texts) < 8:
+            return [self.enc.encode_ordinary(t) for t in texts]
+        return self.enc.encode_ordinary_batch(list(texts), num_threads=self._threads)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Text of the ids."""
+        return self.enc.decode(list(ids), errors="replace")
+
+    def special_id(self, token: str) -> int | None:
+        """Id of a special token, or ``None``."""
+        return self._specials.get(token)
+
+
+#: Model-name prefixes → encoding, newest first (tiktoken's own table lags new models).
+def encoding_for_model(model: str | None) -> str:
+    """The tiktoken encoding of an OpenAI model name; ``o200k_base`` for unknown newer ones.
+
+    >>> encoding_for_model("gpt-4-0613"), encoding_for_model("gpt-4o-mini"), encoding_for_model("gpt-5.6")
+    ('cl100k_base', 'o200k_base', 'o200k_base')
+    """
+    if model:
+        m = model.split("/")[-1]
+        try:
+            name = tiktoken.encoding_name_for_model(m)
+            if name in ENCODINGS:
+                return "o200k_base" if name == "o200k_harmony" else name
+        except KeyError:
+            pass
+        if m.startswith(("gpt-4-", "gpt-3.5", "gpt-35")) or m == "gpt-4":
+            return "cl100k_base"
+    return "o200k_base"
