@@ -367,8 +367,7 @@ def _stretches(pipe: _Pipeline, book: PriceBook, top: int) -> list[PrefixStretch
                 found.append(PrefixStretch(f"{pid}/{model}", start, tokens, first.uses, first.hits,
                                            seg_first, seg_last, ref.id, ref.line, ref.path, val, real))
             stack.extend((c, None) for c in kids)
-    found.sort(key=lambda s: (s.lost_usd if s.lost_usd is not None else Decimal(0),
-                              s.value_usd if s.value_usd is not None else Decimal(0),
+    found.sort(key=lambda s: (s.value_usd if s.value_usd is not None else Decimal(0),
                               s.tokens * s.reused_by), reverse=True)
     return found[:top]
 

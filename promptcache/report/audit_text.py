@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -93,16 +93,19 @@ def render_audit(res: AuditResult, console: Console, *, top: int = 10) -> None:
     if any(r.kind == "provider" and r.mode == "prefix" for r in res.rules.values()):
         console.print("[dim]Automatic provider caches route best-effort: simulated hits are an upper bound.[/]")
 
-    reasons: dict[str, int] = {}
+    reasons: dict[str, list[int]] = {}
     for o in res.outcomes:
         if o.miss_reason:
-            reasons[o.miss_reason] = reasons.get(o.miss_reason, 0) + 1
+            acc = reasons.setdefault(o.miss_reason, [0, 0])
+            acc[0] += o.shared_prefix_tokens - o.cached_tokens
+            acc[1] += 1
     if reasons:
-        console.print("Requests served less than the ideal, by reason: " + ", ".join(
-            f"{k.replace('_', ' ')} {v:,}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1])))
+        console.print("Shared tokens the simulated rules do not serve, by reason: " + ", ".join(
+            f"{k.replace('_', ' ')} {v[0]:,} tokens ({v[1]:,} requests)"
+            for k, v in sorted(reasons.items(), key=lambda kv: -kv[1][0])))
 
     if res.top_prefixes:
-        t = Table(title="Top shared prefixes (ranked by money left on the table)", title_justify="left")
+        t = Table(title="Top shared prefixes, by what caching them is worth", title_justify="left")
         for col, j in (("#", "right"), ("Namespace", "left"), ("Tokens", "right"), ("Starts at", "left"),
                        ("Reused by", "right"), ("Served", "right"), ("Worth", "right"), ("Left on table", "right"),
                        ("First seen", "left")):
@@ -112,7 +115,7 @@ def render_audit(res: AuditResult, console: Console, *, top: int = 10) -> None:
             if p.last_segment and p.last_segment != p.first_segment:
                 where += f" … {p.last_segment}"
             t.add_row(str(i), p.namespace, f"{p.tokens:,}", f"token {p.start_token:,}: {where}", f"{p.reused_by:,}",
-                      f"{p.served:,}", usd(p.value_usd), usd(p.lost_usd), f"{p.example_path}:{p.example_line}")
+                      f"{p.served:,}", usd(p.value_usd), usd(p.lost_usd), f"{Path(p.example_path).name}:{p.example_line}")
         console.print(t)
 
     if len(res.namespaces) > 1:

@@ -137,7 +137,7 @@ class BoundarySim:
                               "(openai, gemini, deepseek, vllm, sglang)")
         lookups, writes, flags = self._plan(segs)
         store = self.store
-        hit, hit_key, expired_seen = 0, None, False
+        hit, hit_key, expired_at = 0, None, 0
         for j in lookups:
             if ends[j] <= hit:
                 continue
@@ -145,7 +145,7 @@ class BoundarySim:
             if state:
                 hit, hit_key = ends[j], keys[j]
             elif state is False:
-                expired_seen = True
+                expired_at = max(expired_at, ends[j])
         valid = [(i, ttl) for i, ttl in writes if ends[i] >= r.min_tokens]
         write = write_1h = 0
         if valid:
@@ -163,7 +163,7 @@ class BoundarySim:
         reason = None
         if not writes and not lookups:
             reason = "no_breakpoint"
-        elif expired_seen and hit == 0:
+        elif expired_at > hit:
             reason = "expired"
         elif valid and hit < max(ends[i] for i, _ in valid):
             # an entry beyond the hit that no lookup reached: the lookback window was too short

@@ -1,0 +1,112 @@
+"""The audit end to end: CLI, JSON shape, exit codes, samples."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from promptcache.audit import AuditOptions, audit
+from promptcache.cli import app
+from promptcache.tokenize.tiktoken_backend import load_encoding
+
+from conftest import SAMPLES
+
+runner = CliRunner()
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "promptcache", *args], capture_output=True, text=True)
+
+
+def test_json_report_shape():
+    p = run_cli("audit", str(SAMPLES / "well_structured.jsonl"), "--format", "json")
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    assert d["schema"] == "promptcache.audit/v1"
+    assert d["inputs"][0]["format"] == "openai-chat" and d["inputs"][0]["requests"] == 120
+    s = d["summary"]
+    assert s["tokenizer"] == {"name": "o200k_base", "exact": True, "notes": []}
+    for name in ("no_cache", "simulated", "ideal"):
+        sc = s["scenarios"][name]
+        assert sc["cached_tokens"] + sc["cache_write_tokens"] + sc["uncached_tokens"] == sc["prompt_tokens"]
+        assert sc["hit_ratio"] == round(sc["cached_tokens"] / sc["prompt_tokens"], 6)
+    assert s["scenarios"]["no_cache"]["cost_usd"] > s["scenarios"]["simulated"]["cost_usd"] >= s["scenarios"]["ideal"]["cost_usd"]
+    r = d["requests"][1]
+    assert set(r) >= {"id", "line", "prompt_tokens", "cached_tokens", "shared_prefix_tokens", "divergence"}
+    assert r["divergence"]["segment"] == "messages[1].content"  # the question differs, nothing before it
+
+
+def test_identical_requests_count_and_cache(tmp_log):
+    enc = load_encoding("o200k_base")
+    system = "You are a careful assistant. " * 200
+    body = {"model": "gpt-4o", "messages": [{"role": "system", "content": system}, {"role": "user", "content": "Hi there"}]}
+    res = audit([tmp_log([{"timestamp": 0, **body}, {"timestamp": 1, **body}])], AuditOptions())
+    # harmony framing: <|start|> role <|message|> ... <|end|> per message, then <|start|>assistant
+    n = (1 + len(enc.encode_ordinary("system")) + 1 + len(enc.encode_ordinary(system)) + 1) \
+        + (1 + len(enc.encode_ordinary("user")) + 1 + len(enc.encode_ordinary("Hi there")) + 1) \
+        + (1 + len(enc.encode_ordinary("assistant")))
+    a, b = res.outcomes
+    assert a.prompt_tokens == b.prompt_tokens == n
+    assert a.cached_tokens == 0 and b.cached_tokens == n // 128 * 128 and b.shared_prefix_tokens == n
+    assert b.divergence is None
+
+
+def test_malformed_sample_reports_each_bad_line():
+    p = run_cli("audit", str(SAMPLES / "malformed.jsonl"))
+    assert p.returncode == 0
+    assert "skipped 3 line(s)" in p.stdout
+    for ln in (2, 4, 7):
+        assert f"malformed.jsonl:{ln}:" in p.stdout
+    p = run_cli("audit", str(SAMPLES / "malformed.jsonl"), "--strict")
+    assert p.returncode == 2 and "malformed.jsonl:2: invalid JSON" in p.stderr
+
+
+def test_unknown_model_gives_token_only_report(tmp_log):
+    body = {"model": "gpt-99-ultra", "messages": [{"role": "user", "content": "hi " * 1500}]}
+    res = audit([tmp_log([body, body])], AuditOptions())
+    assert res.scenarios["simulated"].cost is None and res.scenarios["simulated"].cached_tokens > 0
+    assert any("no price for model(s) gpt-99-ultra" in w for w in res.warnings)
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["audit", "nope.jsonl"], "nope.jsonl: cannot open"),
+    (["audit", str(SAMPLES / "support_bot.jsonl"), "--cache-model", "foo"], "unknown cache model 'foo'"),
+    (["audit", str(SAMPLES / "support_bot.jsonl"), "--tokenizer", "xyz"], "unknown tokenizer 'xyz'"),
+])
+def test_usage_errors_exit_2_with_one_line(args, msg):
+    p = run_cli(*args)
+    assert p.returncode == 2 and msg in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_hashed_trace_needs_cache_model(tmp_log):
+    p = run_cli("audit", str(tmp_log([{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1]}])))
+    assert p.returncode == 2 and "--cache-model" in p.stderr
+
+
+@pytest.mark.parametrize("name", ["agent_timestamp", "support_bot", "rag_app", "well_structured", "anthropic_app"])
+def test_samples_audit(name):
+    res = audit([SAMPLES / f"{name}.jsonl"], AuditOptions())
+    assert res.inputs[0].skipped_lines == 0 and len(res.outcomes) > 50
+    sim, ideal = res.scenarios["simulated"], res.scenarios["ideal"]
+    assert sim.cached_tokens <= ideal.cached_tokens
+
+
+def test_planted_problems_show_in_the_numbers():
+    agent = audit([SAMPLES / "agent_timestamp.jsonl"], AuditOptions())
+    good = audit([SAMPLES / "well_structured.jsonl"], AuditOptions())
+    assert agent.scenarios["simulated"].hit_ratio == 0          # the timestamp breaks every prefix
+    assert agent.scenarios["reported"].requests == len(agent.outcomes)
+    assert good.scenarios["simulated"].hit_ratio > 0.9
+    anth = audit([SAMPLES / "anthropic_app.jsonl"], AuditOptions())
+    assert not anth.tokenizer_exact and anth.scenarios["simulated"].cache_write_tokens > 0
+    assert any(o.miss_reason == "expired" for o in anth.outcomes)   # users pausing past 5 minutes
+
+
+def test_cli_runner_text_report():
+    r = runner.invoke(app, ["audit", str(SAMPLES / "support_bot.jsonl")])
+    assert r.exit_code == 0
+    assert "Cost by scenario" in r.output and "Left on the table" in r.output

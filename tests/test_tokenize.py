@@ -1,0 +1,58 @@
+"""Tokenizers offline: byte-identical vocabularies, memo, HF loading."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+
+import pytest
+
+from promptcache.errors import ConfigError
+from promptcache.tokenize import TokenMemo, bytes_to_ids, resolve_tokenizer
+from promptcache.tokenize.tiktoken_backend import encoding_for_model, load_encoding
+
+# tiktoken's own expected hashes of the published BPE files (tiktoken_ext/openai_public.py)
+EXPECTED = {"o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+            "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_offline_vocabulary_is_byte_identical(name):
+    enc = load_encoding(name)
+    ranks = enc._mergeable_ranks
+    text = b"".join(base64.b64encode(tok) + b" " + str(rank).encode() + b"\n"
+                    for tok, rank in sorted(ranks.items(), key=lambda kv: kv[1]))
+    assert hashlib.sha256(text).hexdigest() == EXPECTED[name]
+
+
+def test_known_encodings_and_special_text():
+    enc = load_encoding("cl100k_base")
+    assert enc.encode_ordinary("hello world") == [15339, 1917]      # tiktoken README example
+    tok = resolve_tokenizer("o200k_base", default=None, model=None)
+    ids = tok.encode_batch(["<|endoftext|> is text here"])[0]
+    assert 199999 not in ids                                         # never the special token
+
+
+def test_model_to_encoding():
+    assert encoding_for_model("gpt-4") == "cl100k_base"
+    assert encoding_for_model("gpt-4o-2024-08-06") == "o200k_base"
+    assert encoding_for_model("openai/gpt-4.1-mini") == "o200k_base"
+
+
+def test_memo_tokenizes_each_text_once():
+    tok = resolve_tokenizer("cl100k_base", default=None, model=None)
+    memo = TokenMemo(tok)
+    out = memo.encode(["hello world", "hello world", "bye"])
+    assert bytes_to_ids(out[0]) == [15339, 1917] and out[0] == out[1]
+    memo.encode(["bye", "hello world"])
+    assert memo.misses == 2 and memo.hits == 3
+
+
+def test_approximation_is_labelled():
+    tok = resolve_tokenizer(None, default="approx:cl100k_base", model="claude-sonnet-4-5")
+    assert tok.exact is False and tok.name == "approx:cl100k_base" and "approximate" in tok.note
+
+
+def test_unknown_tokenizer_says_what_to_pass():
+    with pytest.raises(ConfigError, match="o200k_base, cl100k_base, approx"):
+        resolve_tokenizer("nope", default=None, model=None)

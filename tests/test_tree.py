@@ -1,0 +1,89 @@
+"""The radix tree against straightforward reference caches, on random workloads."""
+
+from __future__ import annotations
+
+import random
+from collections import OrderedDict
+
+from hypothesis import given, settings, strategies as st
+
+from promptcache.prefix.tree import PrefixTree
+
+from conftest import units
+
+
+class BlockLRU:
+    """vLLM's block pool, literally: chained block hashes, a free queue where a finished
+    request's blocks are appended in reverse order, eviction from the head."""
+
+    def __init__(self, block: int, capacity_blocks: int | None):
+        self.B, self.cap, self.q = block, capacity_blocks, OrderedDict()
+
+    def access(self, ids: list[int]) -> int:
+        B, n = self.B, len(ids)
+        hashes, h = [], None
+        for i in range(n // B):
+            h = hash((h, tuple(ids[i * B:(i + 1) * B])))
+            hashes.append(h)
+        hit = 0
+        for h in hashes[:(n - 1) // B]:
+            if h not in self.q:
+                break
+            hit += 1
+        for h in hashes:
+            self.q.pop(h, None)
+        for h in reversed(hashes):
+            self.q[h] = 1
+        while self.cap is not None and len(self.q) > self.cap:
+            self.q.popitem(last=False)
+        return hit * B
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_block_tree_matches_vllm_block_pool(data):
+    B = data.draw(st.sampled_from([1, 2, 4, 16]))
+    cap = data.draw(st.sampled_from([None, 2, 3, 5, 9]))
+    ref = BlockLRU(B, cap)
+    tree = PrefixTree(capacity_units=cap * B if cap else None, evict_block=B)
+    base = data.draw(st.lists(st.integers(0, 3), min_size=40, max_size=40))
+    for _ in range(data.draw(st.integers(1, 25))):
+        n = data.draw(st.integers(1, 40))
+        ids = [t if data.draw(st.integers(0, 9)) else data.draw(st.integers(0, 3)) for t in base[:n]]
+        lcp, _, _ = tree.access(units(ids), (n // B) * B, None)
+        assert min(lcp, n - 1) // B * B == ref.access(ids)
+    if cap:
+        assert tree.size <= cap * B
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 2), min_size=1, max_size=30), min_size=1, max_size=30))
+def test_unbounded_lcp_is_longest_prefix_of_any_earlier_prompt(prompts):
+    tree = PrefixTree()
+    seen: list[list[int]] = []
+    for p in prompts:
+        expected = max((next((i for i, (a, b) in enumerate(zip(p, q)) if a != b), min(len(p), len(q))) for q in seen), default=0)
+        lcp, _, _ = tree.access(units(p), len(p), None)
+        assert lcp == expected
+        seen.append(p)
+
+
+def test_ttl_walk_stops_at_expired_and_refresh_keeps_alive():
+    tree = PrefixTree(ttl=10)
+    a = units(list(range(100)))
+    tree.access(a, 100, 0.0)
+    assert tree.access(a, 100, 9.0)[0] == 100
+    assert tree.access(a, 100, 19.0)[0] == 100       # refreshed at 9
+    assert tree.access(a, 100, 30.0)[0] == 0         # idle 11 s
+    assert tree.expired_units == 100
+
+
+def test_sweep_bounds_memory_under_ttl():
+    tree = PrefixTree(ttl=5)
+    rng = random.Random(0)
+    for t in range(200):
+        tree.access(units([rng.randrange(1000) for _ in range(50)]), 50, float(t))
+        if t % 20 == 0:
+            tree.sweep(float(t))
+    tree.sweep(200.0)
+    assert tree.nodes <= 1 + 6 and tree.size <= 6 * 50
