@@ -372,6 +372,121 @@ def _stretches(pipe: _Pipeline, book: PriceBook, top: int) -> list[PrefixStretch
     return found[:top]
 
 
+@dataclass(slots=True)
+class Step:
+    """One request after simulation: what downstream stages (diagnosis, replay, reports) see.
+
+    Attributes:
+        request: the parsed request.
+        prompt: its tokens and segments.
+        context: tokenizer and chat format (``None`` for hashed traces).
+        rules: the cache rules applied.
+        outcome: simulated and ideal results (``ideal_write_tokens`` is final only after the
+            stream ends).
+        other: the earlier request this one diverged from, or ``None``.
+    """
+
+    request: Request
+    prompt: Prompt
+    context: _Context | None
+    rules: CacheRules
+    outcome: Outcome
+    other: RequestRef | None
+
+
+class Pipeline:
+    """Runs ingest → render → tokenize → simulate over log files, one :class:`Step` per request.
+
+    Args:
+        paths: log files, merged in arrival order.
+        opts: audit options.
+
+    Raises:
+        ConfigError: for bad options or rules files (on construction or while streaming).
+        InputError: for unreadable files, or malformed records with ``strict``.
+    """
+
+    def __init__(self, paths: Sequence[str | Path], opts: AuditOptions | None = None):
+        self.opts = opts or AuditOptions()
+        self.opts.read.model = self.opts.read.model or self.opts.model
+        self.state = _Pipeline(self.opts)
+        self.inputs = [InputStats(str(p)) for p in paths]
+        self.paths = list(paths)
+        self.first_t: float | None = None
+        self.last_t: float | None = None
+
+    def steps(self, progress: Callable[[int], None] | None = None) -> Iterator[Step]:
+        """Stream every request through the pipeline, in arrival order."""
+        pipe = self.state
+        stream = merge_by_arrival([read_requests(p, st, self.opts.read) for p, st in zip(self.paths, self.inputs)])
+        done = 0
+        while True:
+            chunk = list(itertools.islice(stream, CHUNK))
+            if not chunk:
+                break
+            for req, pf, ctx, prompt in _tokenize_chunk(pipe, chunk):
+                yield self._simulate(req, pf, ctx, prompt)
+            done += len(chunk)
+            if progress:
+                progress(done)
+
+    def _simulate(self, req: Request, pf: ProviderFile, ctx: _Context | None, prompt: Prompt) -> Step:
+        pipe = self.state
+        rules = pipe.rules_for(pf, req)
+        model = req.model or "-"
+        keyed = "cache_key" in pf.namespace and req.cache_key
+        ns = f"{pf.id}/{model}" + (f"/key={req.cache_key}" if keyed else "")
+        pipe.ns_rules.setdefault(ns, rules)
+        idx = pipe.index
+        pipe.index += 1
+        ref = RequestRef(idx, req.id, req.source.line, req.source.path,
+                         tuple(prompt.seg_ends), tuple(s.path for s in prompt.segments))
+        cached, write, write_1h, shared, reason, other, flags = pipe.sim.step(
+            ref=ref, prompt=prompt, rules=rules, namespace=ns, ideal_key=(pf.id, model), now=req.arrival)
+        ic = pipe.sim.ideal[(pf.id, model)]
+        div = _divergence(prompt, ctx, shared) if shared < prompt.n_tokens and ic.requests > 1 else None
+        if req.arrival is not None:
+            self.first_t = req.arrival if self.first_t is None else min(self.first_t, req.arrival)
+            self.last_t = req.arrival if self.last_t is None else max(self.last_t, req.arrival)
+        out = Outcome(idx, req.id, req.source.path, req.source.line, ns, pf.id, req.model, req.arrival,
+                      prompt.n_tokens, cached, write, write_1h, shared, 0, div,
+                      other.index if other is not None else None, reason, req.usage, flags,
+                      req.usage.output_tokens if req.usage else 0)
+        return Step(req, prompt, ctx, rules, out, other)
+
+    def finish(self, outcomes: Sequence[Outcome]) -> None:
+        """Fill the oracle writes of the ideal scenario once the stream has ended."""
+        sim = self.state.sim
+        for idx, units in sim.ideal_writes().items():
+            o = outcomes[idx]
+            ut = sim.ideal[(o.provider, o.model or "-")].unit_tokens
+            o.ideal_write_tokens = min(units * ut, o.prompt_tokens - o.shared_prefix_tokens)
+
+
+def price(pipe: Pipeline, outcomes: Sequence[Outcome], book: PriceBook) -> tuple[dict[str, ScenarioTotals], dict[str, dict[str, ScenarioTotals]]]:
+    """Totals per scenario and per namespace, priced."""
+    scen = {s: ScenarioTotals() for s in SCENARIOS}
+    nss: dict[str, dict[str, ScenarioTotals]] = {}
+    state = pipe.state
+    for o in outcomes:
+        rules = state.ns_rules[o.namespace]
+        pf = state.providers[o.provider]
+        rates: Rates | None = book.rates(o.provider if pf.kind == "provider" else None, o.model, o.arrival)
+        bw = rules.bills_writes
+        n = o.prompt_tokens
+        per = nss.setdefault(o.namespace, {s: ScenarioTotals() for s in ("no_cache", "simulated", "ideal")})
+        for name, cached, w, w1 in (("no_cache", 0, 0, 0), ("simulated", o.cached_tokens, o.write_tokens, o.write_1h_tokens),
+                                     ("ideal", o.shared_prefix_tokens, o.ideal_write_tokens if bw else 0, 0)):
+            cost = rates.cost(n, cached, w, w1, bw) if rates else None
+            scen[name].add(n, cached, w if bw else 0, cost)
+            per[name].add(n, cached, w if bw else 0, cost)
+        if o.usage is not None:
+            u = o.usage
+            cost = rates.cost(u.input_tokens, u.cache_read_tokens, u.cache_write_tokens, u.cache_write_1h_tokens, True) if rates else None
+            scen["reported"].add(u.input_tokens, u.cache_read_tokens, u.cache_write_tokens, cost)
+    return scen, nss
+
+
 def audit(paths: Sequence[str | Path], opts: AuditOptions | None = None,
           progress: Callable[[int], None] | None = None) -> AuditResult:
     """Audit request logs: simulate every request under its cache rules and price it.
@@ -388,82 +503,26 @@ def audit(paths: Sequence[str | Path], opts: AuditOptions | None = None,
         ConfigError: for bad options, rules or prices files.
         InputError: for unreadable files, or malformed records with ``strict``.
     """
-    opts = opts or AuditOptions()
-    opts.read.model = opts.read.model or opts.model
-    pipe = _Pipeline(opts)
+    pipe = Pipeline(paths, opts)
+    opts = pipe.opts
     book = PriceBook(opts.prices_file)
-    inputs = [InputStats(str(p)) for p in paths]
-    streams = [read_requests(p, st, opts.read) for p, st in zip(paths, inputs)]
-    stream = merge_by_arrival(streams)
-    outcomes: list[Outcome] = []
-    first_t: float | None = None
-    last_t: float | None = None
-    while True:
-        chunk = list(itertools.islice(stream, CHUNK))
-        if not chunk:
-            break
-        for req, pf, ctx, prompt in _tokenize_chunk(pipe, chunk):
-            rules = pipe.rules_for(pf, req)
-            model = req.model or "-"
-            keyed = "cache_key" in pf.namespace and req.cache_key
-            ns = f"{pf.id}/{model}" + (f"/key={req.cache_key}" if keyed else "")
-            pipe.ns_rules.setdefault(ns, rules)
-            idx = pipe.index
-            pipe.index += 1
-            ref = RequestRef(idx, req.id, req.source.line, req.source.path,
-                             tuple(prompt.seg_ends), tuple(s.path for s in prompt.segments))
-            cached, write, write_1h, shared, reason, other, flags = pipe.sim.step(
-                ref=ref, prompt=prompt, rules=rules, namespace=ns, ideal_key=(pf.id, model), now=req.arrival)
-            ic = pipe.sim.ideal[(pf.id, model)]
-            div = None
-            if shared < prompt.n_tokens and ic.requests > 1:
-                div = _divergence(prompt, ctx, shared)
-            if req.arrival is not None:
-                first_t = req.arrival if first_t is None else min(first_t, req.arrival)
-                last_t = req.arrival if last_t is None else max(last_t, req.arrival)
-            outcomes.append(Outcome(
-                idx, req.id, req.source.path, req.source.line, ns, pf.id, req.model, req.arrival,
-                prompt.n_tokens, cached, write, write_1h, shared, 0, div,
-                other.index if other is not None else None, reason, req.usage, flags,
-                req.usage.output_tokens if req.usage else 0))
-        if progress:
-            progress(len(outcomes))
-    # oracle writes for the ideal scenario
-    for idx, units in pipe.sim.ideal_writes().items():
-        o = outcomes[idx]
-        ut = pipe.sim.ideal[(o.provider, o.model or "-")].unit_tokens
-        o.ideal_write_tokens = min(units * ut, o.prompt_tokens - o.shared_prefix_tokens)
-    scen = {s: ScenarioTotals() for s in SCENARIOS}
-    nss: dict[str, dict[str, ScenarioTotals]] = {}
-    for o in outcomes:
-        rules = pipe.ns_rules[o.namespace]
-        pf = pipe.providers[o.provider]
-        rates: Rates | None = book.rates(o.provider if pf.kind == "provider" else None, o.model, o.arrival)
-        bw = rules.bills_writes
-        n = o.prompt_tokens
-        per = nss.setdefault(o.namespace, {s: ScenarioTotals() for s in ("no_cache", "simulated", "ideal")})
-        for name, cached, w, w1 in (("no_cache", 0, 0, 0), ("simulated", o.cached_tokens, o.write_tokens, o.write_1h_tokens),
-                                     ("ideal", o.shared_prefix_tokens, o.ideal_write_tokens if bw else 0, 0)):
-            cost = rates.cost(n, cached, w, w1, bw) if rates else None
-            scen[name].add(n, cached, w if bw else 0, cost)
-            per[name].add(n, cached, w if bw else 0, cost)
-        if o.usage is not None:
-            u = o.usage
-            cost = rates.cost(u.input_tokens, u.cache_read_tokens, u.cache_write_tokens, u.cache_write_1h_tokens, True) if rates else None
-            scen["reported"].add(u.input_tokens, u.cache_read_tokens, u.cache_write_tokens, cost)
+    outcomes = [step.outcome for step in pipe.steps(progress)]
+    pipe.finish(outcomes)
+    scen, nss = price(pipe, outcomes, book)
+    state = pipe.state
     if book.unknown:
-        pipe.warn(f"no price for model(s) {', '.join(sorted(book.unknown))}: token counts only for them "
-                  "(add prices with --prices FILE)")
-    missing = sum(st.missing_arrival for st in inputs)
+        state.warn(f"no price for model(s) {', '.join(sorted(book.unknown))}: token counts only for them "
+                   "(add prices with --prices FILE)")
+    missing = sum(st.missing_arrival for st in pipe.inputs)
     if missing:
-        pipe.warn(f"{missing} request(s) have no arrival time: audited in file order, TTLs not evaluated for them")
-    tokenizers = {c.tokenizer.name: (c.tokenizer.exact, c.tokenizer.note) for c in pipe.contexts.values()}
-    if any(o.provider for o in outcomes) and not pipe.contexts:
+        state.warn(f"{missing} request(s) have no arrival time: audited in file order, TTLs not evaluated for them")
+    tokenizers = {c.tokenizer.name: (c.tokenizer.exact, c.tokenizer.note) for c in state.contexts.values()}
+    if outcomes and not state.contexts:
         tokenizers = {"hashed-blocks": (True, "token counts from the trace's input_length")}
+    span = (pipe.last_t - pipe.first_t) if pipe.first_t is not None and pipe.last_t is not None else None
     return AuditResult(
-        inputs=inputs, outcomes=outcomes, scenarios=scen, namespaces=nss, rules=dict(pipe.ns_rules),
-        tokenizers=tokenizers, top_prefixes=_stretches(pipe, book, opts.top), warnings=pipe.warnings,
-        unknown_models=sorted(book.unknown),
-        span_seconds=(last_t - first_t) if first_t is not None and last_t is not None else None,
+        inputs=pipe.inputs, outcomes=outcomes, scenarios=scen, namespaces=nss, rules=dict(state.ns_rules),
+        tokenizers=tokenizers, top_prefixes=_stretches(state, book, opts.top), warnings=state.warnings,
+        unknown_models=sorted(book.unknown), span_seconds=span,
         prices_source=f"genai-prices {book.genai_version}" + (f" + {opts.prices_file}" if opts.prices_file else ""),
     )
