@@ -47,6 +47,8 @@ class AuditOptions:
         model: model name for logs without one (hashed traces).
         read: reading options (format, hashed block size, strict).
         top: how many shared prefixes to rank.
+        diagnose: find and price what breaks the cache (``findings``).
+        show_text: quote values in findings unredacted.
     """
 
     cache_model: str | None = None
@@ -58,6 +60,8 @@ class AuditOptions:
     model: str | None = None
     read: ReadOptions = field(default_factory=ReadOptions)
     top: int = 10
+    diagnose: bool = True
+    show_text: bool = False
 
 
 @dataclass
@@ -506,7 +510,16 @@ def audit(paths: Sequence[str | Path], opts: AuditOptions | None = None,
     pipe = Pipeline(paths, opts)
     opts = pipe.opts
     book = PriceBook(opts.prices_file)
-    outcomes = [step.outcome for step in pipe.steps(progress)]
+    diag = None
+    if opts.diagnose:
+        from .diagnose.engine import Diagnoser
+
+        diag = Diagnoser(pipe, book, show_text=opts.show_text)
+    outcomes = []
+    for step in pipe.steps(progress):
+        outcomes.append(step.outcome)
+        if diag is not None:
+            diag.observe(step)
     pipe.finish(outcomes)
     scen, nss = price(pipe, outcomes, book)
     state = pipe.state
@@ -516,6 +529,9 @@ def audit(paths: Sequence[str | Path], opts: AuditOptions | None = None,
     missing = sum(st.missing_arrival for st in pipe.inputs)
     if missing:
         state.warn(f"{missing} request(s) have no arrival time: audited in file order, TTLs not evaluated for them")
+    for st in pipe.inputs:  # read but not audited: usage-only requests, records that are no LLM call
+        for note in st.notes():
+            state.warn(note)
     tokenizers = {c.tokenizer.name: (c.tokenizer.exact, c.tokenizer.note) for c in state.contexts.values()}
     if outcomes and not state.contexts:
         tokenizers = {"hashed-blocks": (True, "token counts from the trace's input_length")}
@@ -525,4 +541,5 @@ def audit(paths: Sequence[str | Path], opts: AuditOptions | None = None,
         tokenizers=tokenizers, top_prefixes=_stretches(state, book, opts.top), warnings=state.warnings,
         unknown_models=sorted(book.unknown), span_seconds=span,
         prices_source=f"genai-prices {book.genai_version}" + (f" + {opts.prices_file}" if opts.prices_file else ""),
+        findings=diag.finish() if diag is not None else [],
     )

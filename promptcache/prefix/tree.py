@@ -28,6 +28,8 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from .lcp import common_prefix
+
 
 class Node:
     """One edge of the tree: ``key`` (units) starting at depth ``start`` (units)."""
@@ -98,7 +100,8 @@ class PrefixTree:
             storing; the nodes covering ``[0, lcp)`` in order (the last one possibly only
             partly); and the ``creator`` of the earlier prompt this one diverged from (the edge
             it left mid-way, else the most recent other continuation at the node where it
-            stopped; ``None`` when the earlier prompt simply ended there or the tree was empty).
+            stopped, else the one whose prompt it extends or repeats; ``None`` when nothing is
+            shared).
         """
         W = self.width
         self._tick += 1
@@ -127,6 +130,8 @@ class PrefixTree:
             other = child.creator
             pos += self._lcp(seq, pos, k) * W
             break
+        if other is None and path:
+            other = path[-1].creator  # the earlier prompt this one extends or repeats
         self._store(seq, store_units * W, now if now is not None else 0.0, self._tick, creator,
                     pos, None if hit_units is None else hit_units * W)
         return pos // W, path, other
@@ -163,17 +168,7 @@ class PrefixTree:
 
     def _lcp(self, seq: bytes, pos: int, key: bytes) -> int:
         """Common prefix, in units, of ``seq[pos:]`` and ``key``."""
-        W = self.width
-        m = min(len(key), len(seq) - pos) // W
-        if m <= 16:
-            i = 0
-            while i < m and seq[pos + i * W:pos + (i + 1) * W] == key[i * W:(i + 1) * W]:
-                i += 1
-            return i
-        a = np.frombuffer(seq, dtype=self.dtype, count=m, offset=pos)
-        b = np.frombuffer(key, dtype=self.dtype, count=m)
-        neq = np.flatnonzero(a != b)
-        return int(neq[0]) if len(neq) else m
+        return common_prefix(seq, key, self.width, pos)
 
     def _blocks(self, start: int, end: int) -> int:
         """Block boundaries in ``(start, end]`` (units); plain units when not block-granular."""

@@ -138,3 +138,30 @@ def render_audit(res: AuditResult, console: Console, *, top: int = 10) -> None:
             console.print(f"[yellow]skipped {st.skipped_lines} line(s): {shown}{more}[/]")
     for w in res.warnings:
         console.print(f"[yellow]warning:[/] {w}")
+
+
+def render_findings(res: AuditResult, console: Console, *, limit: int = 20) -> None:
+    """Print the findings, ranked by money lost, each with where, what, how much and the fix."""
+    if not res.findings:
+        console.print("[green]No cache-breaking causes found.[/]")
+        return
+    console.print(Text("What breaks the cache (ranked by money lost under the simulated rules)", style="bold"))
+    colour = {"error": "red", "warning": "yellow", "info": "cyan"}
+    for k, f in enumerate(res.findings[:limit], 1):
+        where = f"{Path(f.path).name}:{f.line}"
+        if f.segment:
+            where += f"  {f.segment}"
+            if f.char_offset is not None:
+                where += f" @ char {f.char_offset}"
+            if f.token_index is not None:
+                where += f" (token {f.token_index:,})"
+        console.print(Text.assemble(f"{k:>2}. ", (f.rule.code, "bold"), f" {f.rule.id} ",
+                                    (f"[{f.severity}]", colour.get(f.severity, "")), f"  {where}"))
+        console.print(f"    {f.message}", highlight=False)
+        for side in ("before", "after"):
+            if side in f.evidence:
+                console.print(f"    {side + ':':7} {f.evidence[side]}", highlight=False, markup=False)
+        console.print(f"    lost: {f.tokens_lost:,} tokens, {usd(f.cost_usd_lost)} over {f.requests:,} requests")
+        console.print(f"    fix: {f.rule.fix.get('description')} [dim]({f.rule.fix.get('safety')})[/]")
+    if len(res.findings) > limit:
+        console.print(f"[dim]… {len(res.findings) - limit} more in --format json[/]")

@@ -207,18 +207,20 @@ def miss_reason(rules: CacheRules, *, cached: int, shared: int, live: int | None
         return "below_min"
     if live is None:  # breakpoint / boundary caches: what the shared prefix extends past
         return "after_last_breakpoint"
+    g = max(1, rules.granularity)
     if live < shared:
         if expired:
             return "expired"
+        if rules.full_blocks_only and live >= (shared // g) * g:
+            return "granularity"  # the shared tail is a partial block, never stored
         if rules.capacity_tokens is not None:
             return "evicted"
         if keyed:
             return "namespace"
         if rules.ttl_seconds is not None:
-            return "expired"
-        # nothing expired or was evicted: the earlier prompts were stored only in part
-        return "granularity" if rules.full_blocks_only else "below_min"
-    if cached == 0 and (live // max(1, rules.granularity)) * rules.granularity < rules.min_tokens:
+            return "expired"  # expired and swept before this request
+        return "below_min"  # the earlier prompts were too short to be stored
+    if cached == 0 and (live // g) * g < rules.min_tokens:
         return "below_min"
     return "granularity"
 

@@ -92,10 +92,11 @@ def message_endings(segments: Sequence[Segment]) -> list[int]:
 class BoundarySim:
     """Breakpoint (Anthropic) and boundary (OpenAI GPT-5.6+) caches over segment boundaries."""
 
-    def __init__(self, rules: CacheRules):
+    def __init__(self, rules: CacheRules, force_ttl: float | None = None):
         self.rules = rules
         self.store = EntryStore()
         self._steps = 0
+        self.force_ttl = force_ttl  # what-if: every breakpoint at this TTL
 
     def _plan(self, segs: Sequence[Segment]) -> tuple[list[int], list[tuple[int, float]], list[str]]:
         """(lookup segment indices, (write segment index, ttl) pairs, flags) for one prompt."""
@@ -110,7 +111,7 @@ class BoundarySim:
             lookups: list[int] = []
             for b in explicit:
                 lookups.extend(range(b, max(-1, b - (r.lookback or 1)), -1))
-            writes = [(b, float(segs[b].breakpoint.ttl_seconds or default_ttl)) for b in explicit]  # type: ignore[union-attr]
+            writes = [(b, float(self.force_ttl or segs[b].breakpoint.ttl_seconds or default_ttl)) for b in explicit]  # type: ignore[union-attr]
             ttls = [t for _, t in writes]
             if any(a < b for a, b in zip(ttls, ttls[1:])):
                 flags.append("ttl_order")  # longer TTLs must come first

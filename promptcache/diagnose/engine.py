@@ -1,0 +1,654 @@
+"""Diagnosis: for every request whose cacheable prefix ends earlier than it should, find the
+cause, point at it and price it.
+
+Each request is compared with its predecessor: the previous request of the same session
+(session / conversation / user id, ``prompt_cache_key``) when the log names one, else the
+earlier request it shares the longest prefix with (the ideal cache's best match, which infers
+template families and growing histories). Where the two part ways is located exactly (segment
+path, character offset, token index); the rules in ``rules/lint/`` then name the cause, and a
+counterfactual (both prompts with the cause removed: the value replaced, the tools sorted, the
+keys canonicalised, ...) re-tokenized and compared tells how many tokens the cause costs.
+
+Causes that the prompt text cannot show (TTL expiry, minimum length, cache keys, parameters,
+breakpoints) come from the simulation's outcome and are named as such.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import unicodedata
+from bisect import bisect_right
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+from decimal import Decimal
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from ..audit import Pipeline, Step, _Context
+from ..model import Part, Request
+from ..prefix.lcp import common_prefix
+from ..pricing import PriceBook, Rates
+from ..simulate import Prompt
+from ..simulate.boundaries import BoundarySim
+from ..simulate.rules import CacheRules
+from .findings import Candidate, Finding, aggregate
+from .redact import excerpt, redact
+from .rules import Rule, load_rules
+
+#: Requests kept in memory to serve as predecessors (their text and tokens).
+RECENT = 4096
+PLACEHOLDER = "\u2063"  # an invisible separator: the same in every counterfactual
+
+
+@dataclass
+class Pair:
+    """A request, its predecessor and where they part ways."""
+
+    r: Request
+    p: Request
+    rp: Prompt
+    pp: Prompt
+    ctx: _Context
+    d: int  # shared tokens
+    i: int  # segment index of the break in r
+    j: int  # segment index of the break in p
+    c: int | None  # character offset of the break inside r's segment text (None: framing)
+    tail: int  # first segment of r's final user turn
+    rules: CacheRules
+
+
+def _segment_index(prompt: Prompt, token: int) -> int:
+    return min(bisect_right(prompt.seg_ends, token), len(prompt.segments) - 1)
+
+
+def _char_at(prompt: Prompt, ctx: _Context, i: int, token: int) -> int | None:
+    seg = prompt.segments[i]
+    start = prompt.seg_ends[i - 1] if i else 0
+    k = token - start - len(seg.head)
+    if k < 0:
+        return None
+    text_tokens = prompt.seg_ends[i] - start - len(seg.head) - len(seg.tail)
+    if k >= text_tokens:
+        return len(seg.text)
+    ids = np.frombuffer(prompt.units, dtype="<u4", count=k, offset=(start + len(seg.head)) * 4).tolist()
+    return min(len(ctx.tokenizer.decode(ids)) if ids else 0, len(seg.text))
+
+
+def _tail_start(prompt: Prompt) -> int:
+    """First segment of the final user turn (its message), or len(segments)."""
+    segs = prompt.segments
+    last = None
+    for k, s in enumerate(segs):
+        if s.role == "user" and s.kind in ("user", "image", "document"):
+            last = s.message
+    if last is None:
+        return len(segs)
+    return next(k for k, s in enumerate(segs) if s.message == last and s.role == "user")
+
+
+def _conversation_start(prompt: Prompt) -> int:
+    """First segment of the conversation (what a template family does not share)."""
+    return next((k for k, s in enumerate(prompt.segments)
+                 if s.role in ("user", "assistant", "tool") and s.kind not in ("param", "tool")), len(prompt.segments))
+
+
+def tokens_of(ctx: _Context, req: Request) -> bytes:
+    """Render and tokenize a (transformed) request like the pipeline does."""
+    segs = ctx.format.render(req)
+    ids = ctx.memo.encode([s.text for s in segs])
+    return b"".join(ctx.frame(s.head) + t + ctx.frame(s.tail) for s, t in zip(segs, ids))
+
+
+def _with_parts(req: Request, fn: Callable[[Part], Part]) -> Request:
+    return replace(req, parts=tuple(fn(p) for p in req.parts))
+
+
+def _canon_json(text: str) -> str:
+    try:
+        return json.dumps(json.loads(text), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    except (json.JSONDecodeError, TypeError):
+        return text
+
+
+def _norm_ws(text: str) -> str:
+    t = unicodedata.normalize("NFC", text).replace("\r\n", "\n").replace("\r", "\n")
+    t = re.sub(r"[ \t\u00a0]+", " ", t)
+    return re.sub(r" *\n *", "\n", t).strip()
+
+
+_DOC_START = r"<doc\b|<document\b|\n\n(?:\[\d+\]|Document \d+|Source:|#+ )"
+_DOC_SPLIT = re.compile(f"(?={_DOC_START})", re.IGNORECASE)
+_DOC_HEAD = re.compile(_DOC_START, re.IGNORECASE)
+
+
+def _documents(text: str) -> tuple[str, list[str]]:
+    """(preamble, documents): retrieved-document units of a context block (``<doc>`` tags,
+    ``[1]``/``Document 1``/``Source:`` headings, markdown sections)."""
+    pieces = [d for d in _DOC_SPLIT.split(text) if d]
+    if pieces and not _DOC_HEAD.match(pieces[0]):
+        return pieces[0], pieces[1:]
+    return "", pieces
+
+
+def _scrub(text: str, pats: Sequence[re.Pattern[str]]) -> str:
+    """Replace every stretch any of the patterns matches (overlaps merged) by one placeholder."""
+    spans = sorted(m.span() for pat in pats for m in pat.finditer(text) if m.end() > m.start())
+    out, pos = [], 0
+    for a, b in spans:
+        if a < pos:
+            if b > pos:
+                pos = b
+            continue
+        out.append(text[pos:a])
+        out.append(PLACEHOLDER)
+        pos = b
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _tool_name(p: Part) -> str:
+    try:
+        d = json.loads(p.text)
+    except json.JSONDecodeError:
+        return p.text
+    fn = d.get("function") if isinstance(d, dict) else None
+    return str((fn or d).get("name", p.text)) if isinstance(fn or d, dict) else p.text
+
+
+class Diagnoser:
+    """Streams :class:`~promptcache.audit.Step` s and collects :class:`Candidate` s.
+
+    Args:
+        pipeline: the running pipeline (rules per namespace, providers).
+        book: prices, for money lost.
+        rules: the rules to apply (default: every shipped rule).
+        show_text: quote values unredacted.
+    """
+
+    def __init__(self, pipeline: Pipeline, book: PriceBook, rules: Sequence[Rule] | None = None, show_text: bool = False):
+        self.pipe = pipeline
+        self.book = book
+        self.rules = tuple(rules) if rules is not None else load_rules()
+        self.by_kind: dict[str, list[Rule]] = {}
+        for r in self.rules:
+            self.by_kind.setdefault(r.kind, []).append(r)
+        self.show = show_text
+        self.cands: list[Candidate] = []
+        self.recent: OrderedDict[int, tuple[Request, Prompt, _Context | None]] = OrderedDict()
+        self.session_last: dict[tuple[str, str], int] = {}
+        self.latest: dict[str, int] = {}
+        self._buf: list[Candidate] = self.cands
+        self.keys: dict[str, dict[str | None, int]] = {}
+        self.key_windows: dict[tuple[str, str, bytes], list[float]] = {}
+        self.overflow: dict[tuple[str, str], list[int]] = {}
+        self.shadow: dict[str, tuple[BoundarySim, list[Decimal]]] = {}
+
+    # ------------------------------------------------------------------ helpers
+
+    def _rates(self, step: Step) -> Rates | None:
+        pf = self.pipe.state.providers[step.outcome.provider]
+        return self.book.rates(step.outcome.provider if pf.kind == "provider" else None, step.request.model,
+                               step.request.arrival)
+
+    def _money(self, step: Step, cached: int, better: int) -> Decimal | None:
+        rates = self._rates(step)
+        if rates is None or better <= cached:
+            return None if rates is None else Decimal(0)
+        o = step.outcome
+        bw = step.rules.bills_writes
+        return rates.cost(o.prompt_tokens, cached, o.write_tokens, o.write_1h_tokens, bw) - \
+            rates.cost(o.prompt_tokens, better, max(0, o.write_tokens - (better - cached)), 0, bw)
+
+    def _quantize(self, rules: CacheRules, n: int, tokens: int) -> int:
+        g = max(1, rules.granularity)
+        hit = (min(tokens, max(0, n - rules.max_hit_offset)) // g) * g
+        return hit if hit >= rules.min_tokens else 0
+
+    def _add(self, step: Step, rule: Rule, key: tuple[Any, ...], *, segment: str | None, char: int | None,
+             token: int | None, evidence: dict[str, Any], lost: int, cost: Decimal | None, **values: Any) -> None:
+        o = step.outcome
+        self._buf.append(Candidate(rule, key, o.index, o.path, o.line, segment, char, token, evidence, lost, cost, values))
+
+    # ------------------------------------------------------------------ streaming
+
+    def observe(self, step: Step) -> None:
+        """Diagnose one request (in arrival order).
+
+        The request is compared with its session's previous request when the log names a
+        session; otherwise with the latest request of the same model (the live template
+        family) and with the earlier request it shares most with, keeping the comparison that
+        explains more lost tokens. Timing and length causes are reported only where no content
+        cause explains the request's loss.
+        """
+        r, o = step.request, step.outcome
+        ideal_ns = f"{o.provider}/{o.model or '-'}"
+        sess = r.session or r.cache_key
+        # (predecessor, family): a family comparison looks only at the template part
+        preds: list[tuple[int, bool]] = []
+        if sess is not None:
+            prev = self.session_last.get((ideal_ns, sess))
+            self.session_last[(ideal_ns, sess)] = o.index
+            if prev is not None:
+                preds.append((prev, False))
+        latest = self.latest.get(ideal_ns)
+        if latest is not None and all(latest != q for q, _ in preds):
+            preds.append((latest, True))
+        if o.diverged_from is not None and all(o.diverged_from != q for q, _ in preds):
+            preds.append((o.diverged_from, False))
+        self.latest[ideal_ns] = o.index
+        best: list[Candidate] = []
+        if step.context is not None and step.prompt.segments:
+            best_lost = -1
+            for pred, family in preds:
+                got = self.recent.get(pred)
+                if got is None or got[2] is not step.context:
+                    continue
+                self._buf = []
+                self._pair(step, got[0], got[1], family)
+                lost = sum(c.tokens_lost for c in self._buf)
+                if lost > best_lost:
+                    best, best_lost = self._buf, lost
+            self.recent[o.index] = (r, step.prompt, step.context)
+            if len(self.recent) > RECENT:
+                self.recent.popitem(last=False)
+        self._buf = self.cands
+        self.cands.extend(best)
+        explained = any(c.rule.kind in ("value-pattern", "structural-diff", "parameter-diff") for c in best)
+        self._outcome_checks(step, explained)
+        self._keys(step, ideal_ns)
+        if step.rules.mode == "breakpoints" and step.prompt.segments:
+            self._shadow_1h(step)
+
+    def finish(self) -> list[Finding]:
+        """Aggregate everything seen into ranked findings."""
+        self._finish_keys()
+        self._finish_shadow()
+        return aggregate(self.cands)
+
+    # ------------------------------------------------------------------ pair analysis
+
+    def _pair(self, step: Step, p: Request, pp: Prompt, family: bool = False) -> None:
+        r, rp, ctx = step.request, step.prompt, step.context
+        assert ctx is not None
+        d = common_prefix(rp.units, pp.units)
+        if r.model != p.model:
+            for rule in self.by_kind.get("parameter-diff", ()):
+                if rule.options.get("model"):
+                    lost = max(0, self._quantize(step.rules, rp.n_tokens, d) - step.outcome.cached_tokens)
+                    self._add(step, rule, ("model",), segment=None, char=None, token=0,
+                              evidence={"param": "model", "before": p.model, "after": r.model}, lost=lost,
+                              cost=self._money(step, step.outcome.cached_tokens, step.outcome.cached_tokens + lost),
+                              param="model")
+            return
+        self._breakpoint_moved(step, pp, rp, d)
+        if d * 4 >= len(pp.units) or d * 4 >= len(rp.units):
+            return  # one extends the other: no break
+        i, j = _segment_index(rp, d), _segment_index(pp, d)
+        tail = _conversation_start(rp) if family else _tail_start(rp)
+        pair = Pair(r, p, rp, pp, ctx, d, i, j, _char_at(rp, ctx, i, d), tail, step.rules)
+        self._breakpoint_volatile(step, pair)
+        in_tail = i >= pair.tail
+        for check in (self._parameter, self._structure, self._values):
+            if check(step, pair, in_tail):
+                return
+        if not in_tail:
+            self._fallback(step, pair)
+
+    def _cf_lost(self, pair: Pair, fr: Callable[[Request], Request], fp: Callable[[Request], Request] | None = None) -> int:
+        """Tokens of ``r`` that would be shared with ``p`` if both were transformed: the drop in
+        ``r``'s unshared tokens (the transform may change lengths, so compare what is left)."""
+        a = tokens_of(pair.ctx, fr(pair.r))
+        b = tokens_of(pair.ctx, (fp or fr)(pair.p))
+        unshared_now = pair.rp.n_tokens - pair.d
+        unshared_cf = len(a) // 4 - common_prefix(a, b)
+        return max(0, unshared_now - unshared_cf)
+
+    def _report_lost(self, step: Step, pair: Pair, lost: int) -> tuple[int, Decimal | None]:
+        o = step.outcome
+        better = self._quantize(step.rules, o.prompt_tokens, max(o.shared_prefix_tokens, pair.d) + lost) \
+            if step.rules.mode == "prefix" else min(o.prompt_tokens, pair.d + lost)
+        gained = max(0, better - o.cached_tokens)
+        return gained, self._money(step, o.cached_tokens, o.cached_tokens + gained)
+
+    def _where(self, pair: Pair, char: int | None) -> tuple[str, int | None]:
+        seg = pair.rp.segments[pair.i]
+        if char is None:
+            return seg.path, None
+        return seg.locate(char)
+
+    def _parameter(self, step: Step, pair: Pair, in_tail: bool) -> bool:
+        seg = pair.rp.segments[pair.i]
+        if seg.kind != "param":
+            return False
+        changed = sorted(k for k in set(pair.r.params) | set(pair.p.params) if pair.r.params.get(k) != pair.p.params.get(k))
+        for rule in self.by_kind.get("parameter-diff", ()):
+            keys = [k for k in changed if k in (rule.options.get("params") or ())]
+            if not keys:
+                continue
+            lost = self._cf_lost(pair, lambda q: replace(q, params=dict(pair.p.params)), lambda q: q)
+            gained, cost = self._report_lost(step, pair, lost)
+            k = keys[0]
+            self._add(step, rule, (k,), segment="<params>", char=None, token=pair.d,
+                      evidence={"param": k, "before": json.dumps(pair.p.params.get(k)), "after": json.dumps(pair.r.params.get(k))},
+                      lost=gained, cost=cost, param=k)
+            return True
+        return False
+
+    def _structure(self, step: Step, pair: Pair, in_tail: bool) -> bool:
+        r, p = pair.r, pair.p
+        seg = pair.rp.segments[pair.i]
+        rules = {ru.options.get("compare"): ru for ru in self.by_kind.get("structural-diff", ())}
+        part_r = next((x for x in r.parts if x.path == self._where(pair, pair.c)[0]), None)
+        part_p = next((x for x in p.parts if part_r is not None and x.path == part_r.path), None)
+        # tools: same set in another order, or a different set
+        tools_r = [x for x in r.parts if x.kind == "tool"]
+        tools_p = [x for x in p.parts if x.kind == "tool"]
+        if seg.kind == "tool" and not in_tail:
+            if sorted(t.text for t in tools_r) == sorted(t.text for t in tools_p) and "tools-order" in rules:
+                def srt(q: Request) -> Request:
+                    tools = sorted((x for x in q.parts if x.kind == "tool"), key=_tool_name)
+                    it = iter(tools)
+                    return replace(q, parts=tuple(next(it) if x.kind == "tool" else x for x in q.parts))
+                return self._emit_structure(step, pair, rules["tools-order"], srt, None,
+                                            {"before": ", ".join(_tool_name(t) for t in tools_p),
+                                             "after": ", ".join(_tool_name(t) for t in tools_r)})
+            names_r, names_p = {_tool_name(t) for t in tools_r}, {_tool_name(t) for t in tools_p}
+            if names_r != names_p and "tools-set" in rules:
+                added, removed = sorted(names_r - names_p), sorted(names_p - names_r)
+                def same_tools(q: Request) -> Request:
+                    rest = [x for x in q.parts if x.kind != "tool"]
+                    return replace(q, parts=tuple(tools_p) + tuple(rest))
+                return self._emit_structure(step, pair, rules["tools-set"], same_tools, lambda q: q,
+                                            {"added": ", ".join(added) or "-", "removed": ", ".join(removed) or "-"})
+        if part_r is not None and part_p is not None and part_r.text != part_p.text:
+            if not in_tail and _canon_json(part_r.text) == _canon_json(part_p.text) and part_r.text.lstrip()[:1] in "{[" \
+                    and "json-key-order" in rules:
+                canon = lambda q: _with_parts(q, lambda x: replace(x, text=_canon_json(x.text)) if x.text.lstrip()[:1] in "{[" else x)
+                return self._emit_structure(step, pair, rules["json-key-order"], canon, None, self._texts(pair, part_r, part_p))
+            if not in_tail and _norm_ws(part_r.text) == _norm_ws(part_p.text) and "whitespace" in rules:
+                norm = lambda q: _with_parts(q, lambda x: replace(x, text=_norm_ws(x.text)))
+                return self._emit_structure(step, pair, rules["whitespace"], norm, None, self._texts(pair, part_r, part_p))
+            (pre_r, docs_r), (pre_p, docs_p) = _documents(part_r.text), _documents(part_p.text)
+            if len(docs_r) >= 2 and docs_r != docs_p and sorted(docs_r) == sorted(docs_p) and pre_r == pre_p \
+                    and "documents-order" in rules:
+                path = part_r.path
+
+                def stable(q: Request) -> Request:
+                    def fix(x: Part) -> Part:
+                        pre, docs = _documents(x.text)
+                        return replace(x, text=pre + "".join(sorted(docs)))
+                    return _with_parts(q, lambda x: fix(x) if x.path == path else x)
+                k = next(n for n, (a, b) in enumerate(zip(docs_r, docs_p)) if a != b)
+                start = len(pre_r) + sum(len(x) for x in docs_r[:k])  # the first document out of place
+                return self._emit_structure(step, pair, rules["documents-order"], stable, None,
+                                            {"documents": len(docs_r), "first_moved": k + 1}, char=start)
+        if not in_tail and "history-front" in rules:
+            dropped = self._dropped_front(r, p)
+            if dropped:
+                lost = max(0, pair.pp.n_tokens - pair.d)
+                gained, cost = self._report_lost(step, pair, lost)
+                self._add(step, rules["history-front"], ("history",), segment=self._where(pair, pair.c)[0],
+                          char=None, token=pair.d, evidence={"dropped_messages": dropped}, lost=gained, cost=cost)
+                return True
+        return False
+
+    @staticmethod
+    def _dropped_front(r: Request, p: Request) -> int:
+        """Messages ``p``'s conversation lost from its front in ``r`` (a sliding window, or a
+        summary replacing them), else 0. System/developer messages are not conversation."""
+        def conv(q: Request) -> list[tuple[str | None, str]]:
+            out: list[tuple[str | None, str]] = []
+            last = None
+            for x in q.parts:
+                if x.message is None or x.role in ("system", "developer"):
+                    continue
+                if x.message != last:
+                    out.append((x.role, ""))
+                    last = x.message
+                out[-1] = (x.role, out[-1][1] + x.text)
+            return out
+        cr, cp = conv(r), conv(p)
+        for k in range(1, len(cp)):
+            rest = cp[k:]
+            if cr[:len(rest)] == rest or (len(cr) > len(rest) and cr[1:1 + len(rest)] == rest and cr[0] not in cp):
+                return k
+        return 0
+
+    def _texts(self, pair: Pair, part_r: Part, part_p: Part) -> dict[str, Any]:
+        c = pair.c or 0
+        _, off = self._where(pair, c)
+        off = off or 0
+        return {"before": excerpt(part_p.text, off, off + 1, show=self.show),
+                "after": excerpt(part_r.text, off, off + 1, show=self.show)}
+
+    def _emit_structure(self, step: Step, pair: Pair, rule: Rule, fr: Callable[[Request], Request],
+                        fp: Callable[[Request], Request] | None, evidence: dict[str, Any], char: int | None = None) -> bool:
+        lost = self._cf_lost(pair, fr, fp)
+        gained, cost = self._report_lost(step, pair, lost)
+        path, off = self._where(pair, pair.c)
+        if char is not None:
+            off = char
+        self._add(step, rule, (path,), segment=path, char=off, token=pair.d, evidence=evidence, lost=gained, cost=cost)
+        return True
+
+    def _values(self, step: Step, pair: Pair, in_tail: bool) -> bool:
+        if in_tail or pair.c is None:
+            return False
+        seg_r = pair.rp.segments[pair.i]
+        seg_p = pair.pp.segments[pair.j]
+        if seg_r.path != seg_p.path:
+            return False
+        tr, tp, c = seg_r.text, seg_p.text, pair.c
+        for rule in self.by_kind.get("value-pattern", ()):
+            hit = self._match_value(rule, tr, tp, c)
+            if hit is None:
+                continue
+            start, end_r, end_p = hit
+            path, off = seg_r.locate(start)
+            pats = rule.patterns()
+
+            def scrub(q: Request, path: str = path) -> Request:
+                return _with_parts(q, lambda x: replace(x, text=_scrub(x.text, pats)) if x.path == path else x)
+            lost = self._cf_lost(pair, scrub)
+            if lost < int(rule.options.get("min_tokens_lost", 1)):
+                continue
+            gained, cost = self._report_lost(step, pair, lost)
+            ev = {"before": excerpt(tp, start, end_p, show=self.show), "after": excerpt(tr, start, end_r, show=self.show),
+                  "value": tr[start:end_r] if self.show else redact(tr[start:end_r])}
+            self._add(step, rule, (path,), segment=path, char=off, token=pair.d, evidence=ev, lost=gained, cost=cost)
+            return True
+        return False
+
+    @staticmethod
+    def _match_value(rule: Rule, tr: str, tp: str, c: int) -> tuple[int, int, int] | None:
+        """(start, end in r, end in p) of a pattern match covering the break at ``c`` (a break
+        on the whitespace just before a value counts: tokens carry their leading space)."""
+        while c < len(tr) and c < len(tp) and tr[c] == tp[c] and tr[c].isspace():
+            c += 1
+        lo = max(0, c - 160)
+        for pat in rule.patterns():
+            for m in pat.finditer(tr, lo, min(len(tr), c + 160)):
+                s, e = (m.span("value") if "value" in pat.groupindex else m.span())
+                if not (m.start() <= c <= m.end() and (s <= c <= e or m.start() <= c <= s)):
+                    continue
+                mp = pat.match(tp, m.start())
+                if mp is None:
+                    continue
+                sp, ep = (mp.span("value") if "value" in pat.groupindex else mp.span())
+                if rule.options.get("numeric_increase"):
+                    try:
+                        if int(re.sub(r"\D", "", tr[s:e])) <= int(re.sub(r"\D", "", tp[sp:ep])):
+                            continue
+                    except ValueError:
+                        continue
+                if tr[s:e] == tp[sp:ep]:
+                    continue
+                return s, e, ep
+        return None
+
+    def _fallback(self, step: Step, pair: Pair) -> None:
+        rule = next((ru for ru in self.by_kind.get("structural-diff", ()) if ru.options.get("compare") == "any"), None)
+        if rule is None:
+            return
+        path, off = self._where(pair, pair.c)
+        part_p = next((x for x in pair.p.parts if x.path == path), None)
+        if part_p is None:
+            return
+
+        def same(q: Request) -> Request:
+            return _with_parts(q, lambda x: replace(x, text=part_p.text) if x.path == path else x)
+        lost = self._cf_lost(pair, same, lambda q: q)
+        if lost <= 0:
+            return
+        gained, cost = self._report_lost(step, pair, lost)
+        part_r = next(x for x in pair.r.parts if x.path == path)
+        self._add(step, rule, (path,), segment=path, char=off, token=pair.d,
+                  evidence=self._texts(pair, part_r, part_p), lost=gained, cost=cost)
+
+    # ------------------------------------------------------------------ breakpoints (pairs)
+
+    def _breakpoint_volatile(self, step: Step, pair: Pair) -> None:
+        """The only breakpoint sits on the block where the two calls part ways."""
+        rule = next((ru for ru in self.by_kind.get("breakpoint", ()) if ru.options.get("check") == "volatile-block"), None)
+        if rule is None or step.rules.mode != "breakpoints":
+            return
+        seg_r = pair.rp.segments[pair.i]
+        seg_p = pair.pp.segments[pair.j]
+        if seg_r.breakpoint is None or seg_p.breakpoint is None or pair.i >= pair.tail:
+            return
+        earlier = [k for k in range(pair.i) if pair.rp.segments[k].breakpoint is not None]
+        start = pair.rp.seg_ends[pair.i - 1] if pair.i else 0
+        if not earlier and start >= step.rules.min_tokens:
+            gained = max(0, start - step.outcome.cached_tokens)
+            self._add(step, rule, (seg_r.path,), segment=seg_r.path, char=None, token=pair.d,
+                      evidence={"block": seg_r.path, "stable_tokens_before": start}, lost=gained,
+                      cost=self._money(step, step.outcome.cached_tokens, step.outcome.cached_tokens + gained))
+
+    def _breakpoint_moved(self, step: Step, pp: Prompt, rp: Prompt, d: int) -> None:
+        """The predecessor wrote an entry inside the shared prefix that this call cannot reach."""
+        rule = next((ru for ru in self.by_kind.get("breakpoint", ()) if ru.options.get("check") == "moved"), None)
+        o = step.outcome
+        if rule is None or step.rules.mode != "breakpoints" or \
+                o.miss_reason not in ("lookback", "after_last_breakpoint", "no_breakpoint"):
+            return
+        p_bps = {pp.seg_ends[k] for k, s in enumerate(pp.segments) if s.breakpoint is not None}
+        r_bps = {rp.seg_ends[k] for k, s in enumerate(rp.segments) if s.breakpoint is not None}
+        lost_at = [pos for pos in p_bps if pos <= d and pos not in r_bps and pos > o.cached_tokens
+                   and pos >= step.rules.min_tokens]
+        if not lost_at:
+            return
+        pos = max(lost_at)
+        self._add(step, rule, ("moved",), segment=pp.segments[_segment_index(pp, pos - 1)].path, char=None, token=pos,
+                  evidence={"previous_breakpoint_token": pos}, lost=pos - o.cached_tokens,
+                  cost=self._money(step, o.cached_tokens, pos))
+
+    # ------------------------------------------------------------------ outcome-based causes
+
+    def _outcome_checks(self, step: Step, explained: bool) -> None:
+        o, rules = step.outcome, step.rules
+        lost = max(0, o.shared_prefix_tokens - o.cached_tokens)
+        if o.miss_reason == "expired" and not explained:
+            for rule in self.by_kind.get("timing", ()):
+                if rule.options.get("check") == "expired":
+                    self._add(step, rule, (o.namespace,), segment=None, char=None, token=None,
+                              evidence={"ttl_seconds": rules.ttl_seconds, "namespace": o.namespace},
+                              lost=lost, cost=self._money(step, o.cached_tokens, o.shared_prefix_tokens),
+                              ttl=int(rules.ttl_seconds or 0))
+        if o.miss_reason == "below_min" and o.shared_prefix_tokens > 0 and not explained:
+            for rule in self.by_kind.get("length-threshold", ()):
+                self._add(step, rule, (o.namespace,), segment=None, char=None, token=None,
+                          evidence={"min_tokens": rules.min_tokens, "shared_tokens": o.shared_prefix_tokens,
+                                    "model": o.model or "-"},
+                          lost=0, cost=Decimal(0), min_tokens=rules.min_tokens, model=o.model or "-")
+        bp = {ru.options.get("check"): ru for ru in self.by_kind.get("breakpoint", ())}
+        if "breakpoints_over_limit" in o.flags and "too-many" in bp:
+            n = sum(1 for s in step.prompt.segments if s.breakpoint is not None)
+            self._add(step, bp["too-many"], ("too-many",), segment=None, char=None, token=None,
+                      evidence={"breakpoints": n, "limit": rules.max_breakpoints}, lost=0, cost=Decimal(0), breakpoints=n)
+        if o.miss_reason == "lookback" and "lookback" in bp:
+            self._add(step, bp["lookback"], ("lookback",), segment=None, char=None, token=None,
+                      evidence={"lookback_blocks": rules.lookback}, lost=lost,
+                      cost=self._money(step, o.cached_tokens, o.shared_prefix_tokens))
+        if rules.mode == "breakpoints" and "missing" in bp and step.prompt.segments \
+                and not any(s.breakpoint for s in step.prompt.segments) and o.shared_prefix_tokens >= rules.min_tokens:
+            self._add(step, bp["missing"], ("missing", o.namespace), segment=None, char=None, token=None,
+                      evidence={"shared_tokens": o.shared_prefix_tokens, "namespace": o.namespace}, lost=lost,
+                      cost=self._money(step, o.cached_tokens, o.shared_prefix_tokens))
+
+    def _keys(self, step: Step, ideal_ns: str) -> None:
+        r = step.request
+        if r.cache_key is None:
+            return
+        per = self.keys.setdefault(ideal_ns, {})
+        per[r.cache_key] = per.get(r.cache_key, 0) + 1
+        if r.arrival is not None and step.prompt.units:
+            head = hashlib.blake2b(step.prompt.units[:256 * step.prompt.width], digest_size=8).digest()
+            win = self.key_windows.setdefault((ideal_ns, r.cache_key, head), [])
+            win.append(r.arrival)
+            while win and r.arrival - win[0] > 60:
+                win.pop(0)
+            for rule in self.by_kind.get("key-usage", ()):
+                if rule.options.get("check") == "overflow" and len(win) > int(rule.options.get("rpm_limit", 15)):
+                    self.overflow.setdefault((ideal_ns, r.cache_key), []).append(step.outcome.index)
+                    o = step.outcome
+                    self._add(step, rule, (ideal_ns, r.cache_key), segment=None, char=None, token=None,
+                              evidence={"cache_key": r.cache_key, "requests_per_minute": len(win)},
+                              lost=0, cost=Decimal(0), rpm=len(win), limit=int(rule.options.get("rpm_limit", 15)))
+        if step.outcome.miss_reason == "namespace":
+            o = step.outcome
+            for rule in self.by_kind.get("key-usage", ()):
+                if rule.options.get("check") == "unique":
+                    self._add(step, rule, (ideal_ns,), segment=None, char=None, token=None,
+                              evidence={"cache_key": r.cache_key, "namespace": ideal_ns},
+                              lost=o.shared_prefix_tokens - o.cached_tokens,
+                              cost=self._money(step, o.cached_tokens, o.shared_prefix_tokens))
+
+    def _finish_keys(self) -> None:
+        """Keep ``unique key`` findings only where keys are nearly one per request."""
+        drop: set[str] = set()
+        for rule in self.by_kind.get("key-usage", ()):
+            if rule.options.get("check") != "unique":
+                continue
+            share = float(rule.options.get("unique_share", 0.5))
+            for ns, per in self.keys.items():
+                total = sum(per.values())
+                if total < 4 or len(per) / total < share:
+                    drop.add(ns)
+            self.cands = [c for c in self.cands if not (c.rule is rule and c.key[0] in drop)]
+            for c in self.cands:
+                if c.rule is rule:
+                    per = self.keys[c.key[0]]
+                    c.values.update(keys=len(per), total=sum(per.values()))
+
+    def _shadow_1h(self, step: Step) -> None:
+        """Re-simulate breakpoint namespaces with every breakpoint at the 1-hour TTL."""
+        rule = next((ru for ru in self.by_kind.get("timing", ()) if ru.options.get("check") == "ttl-choice"), None)
+        if rule is None:
+            return
+        ns = step.outcome.namespace
+        if ns not in self.shadow:
+            self.shadow[ns] = (BoundarySim(step.rules, force_ttl=3600), [Decimal(0), Decimal(0), Decimal(0)], step)  # type: ignore[assignment]
+        sim, acc, _ = self.shadow[ns]  # type: ignore[misc]
+        cached, write, w1h, _, _ = sim.step(step.prompt, step.request.arrival)
+        rates = self._rates(step)
+        if rates is None:
+            return
+        o = step.outcome
+        acc[0] += rates.cost(o.prompt_tokens, o.cached_tokens, o.write_tokens, o.write_1h_tokens, True)
+        acc[1] += rates.cost(o.prompt_tokens, cached, write, w1h, True)
+        acc[2] += 1
+
+    def _finish_shadow(self) -> None:
+        rule = next((ru for ru in self.by_kind.get("timing", ()) if ru.options.get("check") == "ttl-choice"), None)
+        if rule is None:
+            return
+        for ns, (sim, acc, step) in self.shadow.items():  # type: ignore[misc]
+            actual, with_1h, n = acc
+            if n and with_1h < actual * Decimal("0.97"):
+                self.cands.append(Candidate(rule, (ns,), step.outcome.index, step.outcome.path, step.outcome.line, None,
+                                            None, None, {"namespace": ns, "cost_now_usd": float(round(actual, 6)),
+                                                         "cost_1h_usd": float(round(with_1h, 6))},
+                                            0, actual - with_1h, {"saving": f"${actual - with_1h:,.4f}"}))

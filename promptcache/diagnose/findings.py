@@ -1,0 +1,127 @@
+"""Findings: what breaks the cache, where, how often, and what it costs.
+
+A :class:`Candidate` is one request's instance of a cause; :func:`aggregate` groups candidates
+by rule and location across the log and ranks them by money lost (tokens when unpriced).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from .rules import RANK, Rule
+
+#: What kind of cause a check kind reports: only ``content`` causes are visible in the prompt text.
+CAUSE = {"value-pattern": "content", "structural-diff": "content", "parameter-diff": "parameter",
+         "length-threshold": "length", "timing": "timing", "key-usage": "cache key", "breakpoint": "breakpoint"}
+
+
+@dataclass(slots=True)
+class Candidate:
+    """One request's instance of a cause.
+
+    Attributes:
+        rule: the rule that explains it.
+        key: grouping key within the rule (segment path and value offset, or namespace).
+        index: the request's arrival index.
+        path, line: log file and line of the request.
+        segment: segment path where the cause sits (``None`` for causes outside the text).
+        char_offset: character offset inside the segment's part, or ``None``.
+        token_index: token index of the break in the prompt, or ``None``.
+        evidence: values on both sides (already redacted) and other facts.
+        tokens_lost: tokens the request could have read from the cache without the cause.
+        cost_lost: money those tokens cost under the simulated rules, or ``None``.
+        values: extra placeholders for the rule's message.
+    """
+
+    rule: Rule
+    key: tuple[Any, ...]
+    index: int
+    path: str
+    line: int
+    segment: str | None
+    char_offset: int | None
+    token_index: int | None
+    evidence: dict[str, Any]
+    tokens_lost: int
+    cost_lost: Decimal | None
+    values: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Finding:
+    """A cause grouped across the log.
+
+    Attributes:
+        rule: the rule.
+        message: the rule's message filled from the first instance and the totals.
+        path, line: file and line of the first affected request.
+        segment, char_offset, token_index: where the cause sits in that request.
+        evidence: the first instance's evidence (redacted unless ``--show-text``).
+        requests: affected requests.
+        tokens_lost: tokens lost over the whole log.
+        cost_usd_lost: money lost over the log under the simulated rules, or ``None``.
+        first_request: id of the first affected request.
+    """
+
+    rule: Rule
+    message: str
+    path: str
+    line: int
+    segment: str | None
+    char_offset: int | None
+    token_index: int | None
+    evidence: dict[str, Any]
+    requests: int
+    tokens_lost: int
+    cost_usd_lost: Decimal | None
+    first_request: int
+
+    @property
+    def severity(self) -> str:
+        """``info``, ``warning`` or ``error``."""
+        return self.rule.severity
+
+    def to_record(self) -> dict[str, Any]:
+        """The JSON record (``findings`` items of ``promptcache.audit/v1``)."""
+        return {
+            "rule": self.rule.id,
+            "code": self.rule.code,
+            "severity": self.rule.severity,
+            "cause": CAUSE[self.rule.kind],
+            "message": self.message,
+            "location": {"path": self.path, "line": self.line, "segment": self.segment,
+                         "char_offset": self.char_offset, "token_index": self.token_index},
+            "evidence": self.evidence,
+            "requests": self.requests,
+            "tokens_lost": self.tokens_lost,
+            "cost_usd_lost": None if self.cost_usd_lost is None else float(round(self.cost_usd_lost, 6)),
+            "fix": {"description": self.rule.fix.get("description"), "safety": self.rule.fix.get("safety")},
+        }
+
+
+def aggregate(cands: list[Candidate]) -> list[Finding]:
+    """Group candidates by (rule, key) and rank by money lost, then tokens lost, then severity."""
+    groups: dict[tuple[str, tuple[Any, ...]], list[Candidate]] = {}
+    for c in cands:
+        groups.setdefault((c.rule.id, c.key), []).append(c)
+    out: list[Finding] = []
+    for (_, _), cs in groups.items():
+        cs.sort(key=lambda c: c.index)
+        # locate the finding where most instances sit (a value at one place in a template)
+        offsets: dict[Any, int] = {}
+        for c in cs:
+            offsets[c.char_offset] = offsets.get(c.char_offset, 0) + 1
+        mode = max(offsets, key=lambda k: offsets[k])
+        first = next(c for c in cs if c.char_offset == mode)
+        tokens = sum(c.tokens_lost for c in cs)
+        priced = [c.cost_lost for c in cs if c.cost_lost is not None]
+        cost = sum(priced, Decimal(0)) if priced else None
+        values = {"requests": len(cs), "tokens_lost": f"{tokens:,}", "segment": first.segment,
+                  **{k: v for k, v in first.evidence.items() if isinstance(v, (str, int, float))}, **first.values}
+        out.append(Finding(first.rule, first.rule.format(**values), first.path, first.line, first.segment,
+                           first.char_offset, first.token_index, first.evidence, len(cs), tokens, cost, first.index))
+    out.sort(key=lambda f: (f.cost_usd_lost if f.cost_usd_lost is not None else Decimal(-1), f.tokens_lost,
+                            RANK[f.severity]), reverse=True)
+    return out

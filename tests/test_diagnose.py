@@ -1,0 +1,111 @@
+"""Diagnosis: every rule's examples, the samples' planted causes, localisation and money."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from promptcache.audit import AuditOptions, audit
+from promptcache.diagnose.examples import check_examples, expand
+from promptcache.diagnose.rules import KINDS, load_rules
+from promptcache.tokenize.tiktoken_backend import load_encoding
+
+from conftest import SAMPLES
+
+RULES = load_rules()
+
+
+def test_rule_files_are_complete():
+    assert len(RULES) >= 20
+    assert {r.kind for r in RULES} == set(KINDS)
+    for r in RULES:
+        logs = r.examples.get("logs") or {}
+        assert logs.get("bad") and logs.get("good"), f"{r.id}: needs bad and good log examples"
+        assert r.references, r.id
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])
+def test_rule_examples(rule):
+    assert check_examples(rule) == []
+
+
+@pytest.mark.parametrize("sample,rule,segment,offset", [
+    ("agent_timestamp", "timestamp-in-prefix", "messages[0].content",
+     len("You are CodePilot, an autonomous coding agent. Current time: ")),
+    ("support_bot", "user-data-before-shared", "messages[0].content",
+     len("You are Aria, the support assistant of Northwind Bank. You are speaking with ")),
+    ("rag_app", "documents-reordered", "input[0].content[0]", len("Context documents:\n\n")),
+    ("anthropic_app", "ttl-expired", None, None),
+])
+def test_planted_cause_is_the_top_finding(sample, rule, segment, offset):
+    res = audit([SAMPLES / f"{sample}.jsonl"], AuditOptions())
+    top = res.findings[0]
+    assert (top.rule.id, top.segment, top.char_offset) == (rule, segment, offset)
+    assert top.tokens_lost > 0 and top.cost_usd_lost > 0
+
+
+def test_well_structured_sample_has_no_findings():
+    assert audit([SAMPLES / "well_structured.jsonl"], AuditOptions()).findings == []
+
+
+def test_timestamp_only_difference_is_named_and_priced(tmp_log):
+    enc = load_encoding("o200k_base")
+    rest = " You are Helper. " + "Answer from the handbook and cite its sections. " * 30
+    sys_a = "Current time: 2026-11-02T09:12:07Z." + rest
+    sys_b = "Current time: 2026-11-02T09:12:41Z." + rest
+    body = lambda s: {"model": "gpt-4o", "messages": [{"role": "system", "content": s}, {"role": "user", "content": "Hi"}]}
+    res = audit([tmp_log([{"timestamp": 0, **body(sys_a)}, {"timestamp": 20, **body(sys_b)}])],
+                AuditOptions(cache_model="sglang", tokenizer="o200k_base"))
+    a, b = enc.encode_ordinary(sys_a), enc.encode_ordinary(sys_b)
+    common = next(i for i, (x, y) in enumerate(zip(a, b)) if x != y)
+    head = 1 + len(enc.encode_ordinary("system")) + 1                # <|start|>system<|message|>
+    d = head + common                                                  # tokens shared by the two prompts
+    n = res.outcomes[1].prompt_tokens
+    assert res.outcomes[1].cached_tokens == d                          # SGLang: token-level, nothing lost
+    (f,) = res.findings
+    assert f.rule.id == "timestamp-in-prefix" and f.segment == "messages[0].content"
+    assert f.char_offset == len("Current time: ") and f.evidence["value"] == "2026-11-02T09:12:41Z"
+    assert f.token_index == d
+    # without the timestamp the second prompt would be served whole, but its last token
+    assert f.tokens_lost == (n - 1) - d
+
+
+def test_evidence_is_redacted_unless_asked(tmp_log):
+    shared = "Refunds go to the original payment method within five business days. " * 5
+    recs = [{"timestamp": t, "model": "gpt-4o", "messages": [
+        {"role": "system", "content": f"Customer e-mail: {mail}. " + shared}, {"role": "user", "content": "Refund?"}]}
+        for t, mail in ((0, "ana.silva@example.com"), (5, "ben.okafor@example.com"))]
+    path = tmp_log(recs)
+    f = audit([path], AuditOptions()).findings[0]
+    assert f.rule.id == "user-data-before-shared"
+    assert "example.com" not in json.dumps(f.evidence) and "<email>" in f.evidence["after"]
+    f = audit([path], AuditOptions(show_text=True)).findings[0]
+    assert "ben.okafor@example.com" in f.evidence["after"]
+
+
+def test_json_findings_shape_and_fail_on():
+    p = subprocess.run([sys.executable, "-m", "promptcache", "audit", str(SAMPLES / "agent_timestamp.jsonl"),
+                        "--format", "json", "--fail-on", "error"], capture_output=True, text=True)
+    assert p.returncode == 1
+    f = json.loads(p.stdout)["findings"][0]
+    assert set(f) >= {"rule", "code", "severity", "message", "location", "evidence", "requests", "tokens_lost",
+                      "cost_usd_lost", "fix"}
+    assert set(f["location"]) >= {"line", "segment", "char_offset", "token_index"}
+    assert f["rule"] == "timestamp-in-prefix" and f["cause"] == "content"
+    p = subprocess.run([sys.executable, "-m", "promptcache", "audit", str(SAMPLES / "well_structured.jsonl"),
+                        "--fail-on", "info"], capture_output=True, text=True)
+    assert p.returncode == 0
+
+
+def test_non_content_causes_are_named_as_such():
+    res = audit([SAMPLES / "anthropic_app.jsonl"], AuditOptions())
+    rec = res.findings[0].to_record()
+    assert rec["cause"] == "timing" and "not visible in the prompt text" in rec["message"]
+
+
+def test_filler_expands_to_n_words_deterministically():
+    got = expand({"a": ["<<filler 7>> x"]})["a"][0]
+    assert len(got.split()) == 8 and got.endswith(" x") and got == expand("<<filler 7>> x")
