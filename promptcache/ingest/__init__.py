@@ -14,14 +14,18 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
 from ..errors import BadRecord, InputError
-from ..model import Request, Source
-from . import anthropic as _anthropic
-from . import openai as _openai
-from .common import provider_for_model, unwrap
-from .fields import find_arrival, find_session, first, ID_KEYS
-from .hashed import MOONCAKE_BLOCK_TOKENS, parse_hashed
+from ..model import Request, Source, Usage
+from .bodies import BODY_APIS, base_fields, body_format, default_id, parse_body
+from .common import Skipped, provider_for_model, unwrap
+from .fields import ID_KEYS, first
+from .hashed import MOONCAKE_BLOCK_TOKENS, BailianReader, looks_bailian, parse_hashed
+from .helicone import looks_helicone, parse_helicone
 from .jsonio import iter_records
-from .usage import find_usage
+from .langfuse import looks_langfuse, parse_langfuse
+from .litellm import looks_litellm, parse_litellm
+from .otel import looks_otel, parse_otel
+from .prompt import looks_prompt, parse_prompt
+from .sharegpt import looks_sharegpt, parse_sharegpt
 
 #: Keep at most this many bad-line messages per file (all are counted).
 MAX_REPORTED_ERRORS = 50
@@ -36,7 +40,8 @@ class ReadOptions:
 
     Attributes:
         input_format: force a format name instead of detecting it.
-        hash_block_tokens: tokens per block for hashed traces (Mooncake default 512).
+        hash_block_tokens: tokens per block for hashed traces (default 512 for Mooncake, 16
+            for Bailian).
         strict: raise on the first malformed record instead of skipping it.
         model: model name to use where the log has none (hashed traces).
     """
@@ -60,6 +65,12 @@ class InputStats:
         missing_arrival: requests without an arrival time.
         out_of_order: requests that arrived earlier than one already passed on beyond the
             reorder window.
+        no_content: requests the log records without their prompt (OpenTelemetry spans
+            without content capture, LiteLLM rows without stored prompts, Langfuse
+            generations without ``input``): not passed on, so not simulated.
+        no_content_usage: the reported usage of those requests, summed (tokens).
+        ignored: records (or items inside one) of a known format that are no LLM request,
+            by reason (Langfuse ``SPAN`` observations, OpenTelemetry tool and agent spans).
     """
 
     path: str
@@ -69,6 +80,9 @@ class InputStats:
     errors: list[tuple[int, str]] = field(default_factory=list)
     missing_arrival: int = 0
     out_of_order: int = 0
+    no_content: int = 0
+    no_content_usage: Usage = field(default_factory=lambda: Usage(0))
+    ignored: dict[str, int] = field(default_factory=dict)
 
     def add_error(self, line: int, reason: str) -> None:
         """Count a malformed record and keep its message if there is room."""
@@ -76,85 +90,97 @@ class InputStats:
         if len(self.errors) < MAX_REPORTED_ERRORS:
             self.errors.append((line, reason))
 
+    def add_no_content(self, req: Request) -> None:
+        """Count a request that has no prompt content, and add up its reported usage."""
+        self.no_content += 1
+        u, t = req.usage, self.no_content_usage
+        if u is not None:
+            self.no_content_usage = Usage(t.input_tokens + u.input_tokens, t.output_tokens + u.output_tokens,
+                                          t.cache_read_tokens + u.cache_read_tokens,
+                                          t.cache_write_tokens + u.cache_write_tokens,
+                                          t.cache_write_1h_tokens + u.cache_write_1h_tokens)
 
-Parser = Callable[[Any, Source, ReadOptions], Request]
+    def notes(self) -> list[str]:
+        """One-line notes for the user about what was read but is not audited (empty when all
+        was): requests without prompt content with their reported usage, and ignored records."""
+        out = []
+        if self.no_content:
+            u = self.no_content_usage
+            out.append(f"{self.path}: {self.no_content:,} request(s) carry no prompt content (e.g. OpenTelemetry spans "
+                       f"recorded without content capture): not simulated; their reported usage is "
+                       f"{u.input_tokens:,} prompt tokens, {u.cache_read_tokens:,} cached, "
+                       f"{u.cache_write_tokens:,} written")
+        if self.ignored:
+            what = ", ".join(f"{reason}: {n:,}" for reason, n in sorted(self.ignored.items()))
+            out.append(f"{self.path}: skipped {sum(self.ignored.values()):,} record(s) that are no LLM call ({what})")
+        return out
+
+
+#: What a parser returns: one request, or a list of requests (a record holding several, like an
+#: OTLP export or a ShareGPT conversation) in which :class:`~promptcache.ingest.common.Skipped`
+#: marks an item that is no LLM call and a :class:`~promptcache.errors.BadRecord` instance a
+#: malformed item (counted at the record's line; the other items are kept).
+ParseResult = Request | list[Request | Skipped | BadRecord]
+#: ``(record, source, options) → ParseResult``; raises BadRecord for a malformed record. A parser
+#: that keeps per-file state (Bailian sessions) has a ``for_file()`` method returning a fresh one.
+Parser = Callable[[Any, Source, ReadOptions], ParseResult]
 
 
 def _looks_hashed(rec: Mapping[str, Any]) -> bool:
     return "hash_ids" in rec and "input_length" in rec
 
 
-def _looks_anthropic(body: Mapping[str, Any]) -> bool:
-    if "messages" not in body:
-        return False
-    if "system" in body or isinstance(body.get("cache_control"), Mapping):
-        return True
-    model = str(body.get("model", ""))
-    if provider_for_model(model) == "anthropic" and "max_tokens" in body:
-        return True
-    for m in body.get("messages") or []:
-        if isinstance(m, Mapping) and isinstance(m.get("content"), list):
-            for b in m["content"]:
-                if isinstance(b, Mapping) and (b.get("type") in ("tool_use", "tool_result") or "cache_control" in b):
-                    return True
-    return False
-
-
 def detect(rec: Any) -> str | None:
-    """Name the format of one record, or ``None`` when it is none of the known ones."""
+    """Name the format of one record, or ``None`` when it is none of the known ones.
+
+    Order matters: hashed traces (Bailian before Mooncake), then the log formats that wrap a
+    body (OpenTelemetry, LiteLLM, Langfuse, Helicone), ShareGPT, then bare or wrapped bodies
+    (OpenAI Responses, Anthropic, OpenAI Chat, Gemini), and last plain ``{"prompt"}`` lines.
+    Keys per format: ``docs/formats.md``.
+    """
     if not isinstance(rec, Mapping):
         return None
     if _looks_hashed(rec):
-        return "mooncake"
+        return "bailian" if looks_bailian(rec) else "mooncake"
+    if looks_otel(rec):
+        return "otel"
+    if looks_litellm(rec):
+        return "litellm"
+    if looks_langfuse(rec):
+        return "langfuse"
+    if looks_helicone(rec):
+        return "helicone"
+    if looks_sharegpt(rec):
+        return "sharegpt"
     try:
         body, _, wrapper = unwrap(rec)
     except BadRecord:
         return None
-    url = str(wrapper.get("url", ""))
-    if "responses" in url or ("input" in body and "messages" not in body) or "instructions" in body:
-        return "openai-responses"
-    if _looks_anthropic(body):
-        return "anthropic"
-    if "messages" in body:
-        return "openai-chat"
+    fmt = body_format(body, str(wrapper.get("url", "")))
+    if fmt is not None:
+        return fmt
+    if looks_prompt(body):
+        return "prompt"
     return None
 
 
-def _base(body: Mapping[str, Any], resp: Any, wrapper: Mapping[str, Any], src: Source,
-          fmt: str, api: str, opts: ReadOptions) -> dict[str, Any]:
-    model = body.get("model") or (resp.get("model") if isinstance(resp, Mapping) else None) or wrapper.get("model") or opts.model
-    rid = first((wrapper, resp if isinstance(resp, Mapping) else None, body), ID_KEYS)
-    return dict(
-        id=str(rid) if rid is not None else f"{Path(src.path).name}:{src.line}",
-        source=src, format=fmt, api=api, model=str(model) if model else None,
-        provider=provider_for_model(str(model) if model else None),
-        arrival=find_arrival(wrapper, body, resp if isinstance(resp, Mapping) else None),
-        session=find_session(wrapper, body),
-        usage=find_usage(resp, wrapper),
-    )
+def _body_parser(fmt: str) -> Parser:
+    """The parser of bare and wrapped request bodies of one format."""
+    api, default_provider = BODY_APIS[fmt]
 
+    def parse(rec: Any, src: Source, opts: ReadOptions) -> Request:
+        body, resp, wrapper = unwrap(rec)
+        b = parse_body(body, fmt)
+        base = base_fields(body, resp, wrapper, src, opts.model)
+        base["provider"] = base["provider"] or default_provider
+        if fmt == "gemini" and wrapper.get("key") is not None and first((wrapper, body), ID_KEYS) is None:
+            base["id"] = str(wrapper["key"])  # Gemini Batch API lines: {"key", "request"}
+        return Request(format=fmt, api=api, parts=b.parts, params=b.params, cache_key=b.cache_key,
+                       cache_retention=b.retention, **base)
 
-def _parse_openai_chat(rec: Any, src: Source, opts: ReadOptions) -> Request:
-    body, resp, wrapper = unwrap(rec)
-    base = _base(body, resp, wrapper, src, "openai-chat", "chat", opts)
-    base["provider"] = base["provider"] or "openai"
-    return Request(parts=tuple(_openai.parse_chat(body)), params=_openai.params_of(body),
-                   cache_key=_cache_key(body), cache_retention=body.get("prompt_cache_retention"), **base)
-
-
-def _parse_openai_responses(rec: Any, src: Source, opts: ReadOptions) -> Request:
-    body, resp, wrapper = unwrap(rec)
-    base = _base(body, resp, wrapper, src, "openai-responses", "responses", opts)
-    base["provider"] = base["provider"] or "openai"
-    return Request(parts=tuple(_openai.parse_responses(body)), params=_openai.params_of(body),
-                   cache_key=_cache_key(body), cache_retention=body.get("prompt_cache_retention"), **base)
-
-
-def _parse_anthropic(rec: Any, src: Source, opts: ReadOptions) -> Request:
-    body, resp, wrapper = unwrap(rec)
-    base = _base(body, resp, wrapper, src, "anthropic", "anthropic", opts)
-    base["provider"] = base["provider"] or "anthropic"
-    return Request(parts=tuple(_anthropic.parse_anthropic(body)), params=_anthropic.params_of(body), **base)
+    parse.__name__ = parse.__qualname__ = f"parse_{fmt.replace('-', '_')}"
+    parse.__doc__ = f"A bare or wrapped {fmt} request body → a Request (raises BadRecord when malformed)."
+    return parse
 
 
 def _parse_mooncake(rec: Any, src: Source, opts: ReadOptions) -> Request:
@@ -163,23 +189,26 @@ def _parse_mooncake(rec: Any, src: Source, opts: ReadOptions) -> Request:
     hp, arrival, _ = parse_hashed(rec, opts.hash_block_tokens or MOONCAKE_BLOCK_TOKENS)
     rid = rec.get("id", rec.get("request_id"))
     return Request(
-        id=str(rid) if rid is not None else f"{Path(src.path).name}:{src.line}", source=src,
+        id=str(rid) if rid is not None else default_id(src), source=src,
         format="mooncake", api="hashed", provider=provider_for_model(opts.model), model=opts.model,
         arrival=arrival, hashed=hp, session=str(rec["chat_id"]) if rec.get("chat_id") is not None else None,
     )
 
 
-def _cache_key(body: Mapping[str, Any]) -> str | None:
-    v = body.get("prompt_cache_key") or body.get("cache_salt")
-    return None if v is None else str(v)
-
-
 #: Format name → parser. Later issues add formats here; detection lives in :func:`detect`.
 PARSERS: dict[str, Parser] = {
-    "openai-chat": _parse_openai_chat,
-    "openai-responses": _parse_openai_responses,
-    "anthropic": _parse_anthropic,
+    "openai-chat": _body_parser("openai-chat"),
+    "openai-responses": _body_parser("openai-responses"),
+    "anthropic": _body_parser("anthropic"),
+    "gemini": _body_parser("gemini"),
     "mooncake": _parse_mooncake,
+    "bailian": BailianReader(),
+    "litellm": parse_litellm,
+    "langfuse": parse_langfuse,
+    "helicone": parse_helicone,
+    "otel": parse_otel,
+    "sharegpt": parse_sharegpt,
+    "prompt": parse_prompt,
 }
 
 
@@ -188,8 +217,20 @@ def available_formats() -> list[str]:
     return sorted(PARSERS)
 
 
+def _for_file(parser: Parser) -> Parser:
+    """The parser to use for one file: a fresh one for parsers with per-file state."""
+    fresh = getattr(parser, "for_file", None)
+    return fresh() if callable(fresh) else parser
+
+
 def read_requests(path: str | Path, stats: InputStats, opts: ReadOptions | None = None) -> Iterator[Request]:
     """Stream the requests of one log file, in arrival order where the log has arrival times.
+
+    A record may hold several requests (an OTLP export, a ShareGPT conversation, a Langfuse
+    page): each is passed on with the record's line. Requests without prompt content are
+    counted in ``stats.no_content`` with their usage and not passed on; records that are no
+    LLM call are counted in ``stats.ignored``; malformed records, or malformed items of a
+    record, in ``stats.errors`` (see :class:`InputStats`).
 
     Args:
         path: JSONL, JSON array or ``.gz`` file.
@@ -206,7 +247,7 @@ def read_requests(path: str | Path, stats: InputStats, opts: ReadOptions | None 
     if opts.input_format and opts.input_format not in PARSERS:
         raise ConfigError(f"unknown input format {opts.input_format!r}; available: {', '.join(available_formats())}")
     spath = str(path)
-    parser: Parser | None = PARSERS[opts.input_format] if opts.input_format else None
+    parser: Parser | None = _for_file(PARSERS[opts.input_format]) if opts.input_format else None
     stats.format = opts.input_format
     seq = itertools.count()
     window: list[tuple[float, int, Request]] = []
@@ -241,16 +282,26 @@ def read_requests(path: str | Path, stats: InputStats, opts: ReadOptions | None 
                 stats.add_error(line, reason)
                 continue
             stats.format = fmt
-            parser = PARSERS[fmt]
+            parser = _for_file(PARSERS[fmt])
         try:
-            req = parser(rec, Source(spath, line), opts)
+            got = parser(rec, Source(spath, line), opts)
         except BadRecord as e:
             if opts.strict:
                 raise InputError(str(e), path=spath, line=line) from None
             stats.add_error(line, str(e))
             continue
-        stats.requests += 1
-        yield from emit(req)
+        for item in got if isinstance(got, list) else (got,):
+            if isinstance(item, BadRecord):
+                if opts.strict:
+                    raise InputError(str(item), path=spath, line=line)
+                stats.add_error(line, str(item))
+            elif isinstance(item, Skipped):
+                stats.ignored[item.reason] = stats.ignored.get(item.reason, 0) + 1
+            elif not item.parts and item.hashed is None:
+                stats.add_no_content(item)
+            else:
+                stats.requests += 1
+                yield from emit(item)
     while window:
         t, _, r = heapq.heappop(window)
         if t < last_out:

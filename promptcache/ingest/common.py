@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 import orjson
@@ -18,6 +19,52 @@ _PROVIDER_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(^|[/:])deepseek"), "deepseek"),
     (re.compile(r"(^|[/:])(ft:)?(gpt-|o1|o3|o4|chatgpt|codex|computer-use)"), "openai"),
 )
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A record, or an item inside one, of a known format that holds no LLM request to audit
+    (a Langfuse ``SPAN`` observation, an OpenTelemetry ``execute_tool`` span). Parsers return it
+    in their result list; the reader counts it by ``reason`` and never reports it as an error.
+
+    Attributes:
+        reason: short, stable, human-readable reason (the count key).
+    """
+
+    reason: str
+
+
+#: Provider names used by gateways and telemetry (LiteLLM ``custom_llm_provider``, Helicone
+#: ``provider``, OpenTelemetry ``gen_ai.provider.name``) → the provider whose cache rules apply.
+PROVIDER_ALIASES = {
+    "openai": "openai", "azure": "openai", "azure_ai": "openai", "azure.ai.openai": "openai", "text-completion-openai": "openai",
+    "anthropic": "anthropic", "claude": "anthropic",
+    "gemini": "gemini", "google": "gemini", "vertex_ai": "gemini", "vertex_ai_beta": "gemini", "gcp.gemini": "gemini",
+    "gcp.vertex_ai": "gemini", "gcp.gen_ai": "gemini", "google-ai-studio": "gemini",
+    "deepseek": "deepseek",
+}
+
+
+def provider_alias(name: Any) -> str | None:
+    """The provider for a gateway's or telemetry's provider name (case-insensitive), else ``None``.
+
+    >>> provider_alias("ANTHROPIC"), provider_alias("gcp.vertex_ai"), provider_alias("bedrock")
+    ('anthropic', 'gemini', None)
+    """
+    return PROVIDER_ALIASES.get(str(name).strip().lower()) if name else None
+
+
+def loads_if_json(v: Any) -> Any:
+    """``v`` parsed when it is a string holding a JSON object or array (logs often store bodies
+    and message lists as JSON text), else ``v`` unchanged."""
+    if isinstance(v, (str, bytes)):
+        head = v.lstrip()[:1]
+        if head in ("{", "[", b"{", b"["):
+            try:
+                return orjson.loads(v)
+            except orjson.JSONDecodeError:
+                return v
+    return v
 
 
 def provider_for_model(model: str | None) -> str | None:

@@ -1,9 +1,21 @@
-"""Hashed production traces: Mooncake (FAST'25) and the same shape from other sources.
+"""Hashed production traces: Mooncake (FAST'25), Qwen-Bailian, and the same shape from other
+sources.
 
 Mooncake: ``{"timestamp": ms, "input_length", "output_length", "hash_ids": [...]}``, one id per
 512-token block, chained (equal ids mean an equal prefix up to that block; the last block may
 be partial). https://github.com/kvcache-ai/Mooncake/tree/main/FAST25-release/traces
 (checked 2026-11-29).
+
+Qwen-Bailian: ``{"chat_id", "parent_chat_id", "timestamp", "input_length", "output_length",
+"type", "turn", "hash_ids"}``: ``timestamp`` in *seconds* since the start of the trace
+(README: "Seconds since request arrive"; "All timestamps are normalized to trace-relative
+values, starting from 0"), salted SipHash ids of 16-token blocks, ``parent_chat_id`` ``-1`` for
+a session's first request and otherwise the ``chat_id`` of the previous turn.
+https://github.com/alibaba-edu/qwen-bailian-usagetraces-anon (README) and NVIDIA AIPerf's
+loader, which groups sessions by walking ``parent_chat_id`` to the root and converts the
+timestamp from seconds to milliseconds
+(https://docs.nvidia.com/aiperf/tutorials/datasets-inputs/profile-with-bailian-traces;
+``aiperf/dataset/loader/bailian_trace.py``), checked 2026-11-29.
 """
 
 from __future__ import annotations
@@ -11,16 +23,23 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..errors import BadRecord
-from ..model import HashedPrompt
+from ..model import HashedPrompt, Request, Source
+from .common import provider_for_model
 
 #: Tokens per hashed block in Mooncake traces (their README).
 MOONCAKE_BLOCK_TOKENS = 512
+#: Tokens per hashed block in Qwen-Bailian traces (their README: "16 tokens per block").
+BAILIAN_BLOCK_TOKENS = 16
 
 
-def parse_hashed(rec: Mapping[str, Any], block_tokens: int) -> tuple[HashedPrompt, float, int]:
+def parse_hashed(rec: Mapping[str, Any], block_tokens: int, seconds_per_unit: float = 1e-3) -> tuple[HashedPrompt, float, int]:
     """Parse one hashed-trace record into (prompt, arrival seconds, output tokens).
 
-    ``timestamp`` is in milliseconds from the start of the trace.
+    Args:
+        rec: the record.
+        block_tokens: tokens per hashed block.
+        seconds_per_unit: seconds per ``timestamp`` unit: ``1e-3`` for Mooncake's
+            milliseconds, ``1.0`` for Bailian's seconds; times are relative to the trace start.
 
     Raises:
         BadRecord: when a field is missing, negative, or the block count does not fit
@@ -34,11 +53,65 @@ def parse_hashed(rec: Mapping[str, Any], block_tokens: int) -> tuple[HashedPromp
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
         raise BadRecord("'input_length' is not a non-negative integer")
     if not isinstance(ts, (int, float)) or isinstance(ts, bool):
-        raise BadRecord("'timestamp' is not a number of milliseconds")
+        unit = "milliseconds" if seconds_per_unit == 1e-3 else "seconds"
+        raise BadRecord(f"'timestamp' is not a number of {unit}")
     expected = -(-n // block_tokens)
     if len(ids) != expected:
         raise BadRecord(
             f"{len(ids)} hash_ids for input_length {n} at {block_tokens} tokens per block "
             f"(expected {expected}); set the trace's block size with --hash-block-size")
     out = rec.get("output_length", 0)
-    return HashedPrompt(tuple(ids), block_tokens, n), ts / 1000.0, int(out) if isinstance(out, (int, float)) else 0
+    return HashedPrompt(tuple(ids), block_tokens, n), ts * seconds_per_unit, int(out) if isinstance(out, (int, float)) else 0
+
+
+def looks_bailian(rec: Mapping[str, Any]) -> bool:
+    """A hashed record with Bailian's session fields (``parent_chat_id`` or ``turn``)."""
+    return "hash_ids" in rec and "input_length" in rec and ("parent_chat_id" in rec or "turn" in rec)
+
+
+def _chat_id(v: Any, what: str) -> int | str:
+    if isinstance(v, bool) or not isinstance(v, (int, str)) or v == "":
+        raise BadRecord(f"'{what}' is not a chat id: {v!r}")
+    return v
+
+
+class BailianReader:
+    """Parser for Qwen-Bailian trace records, with the per-file state that resolves sessions.
+
+    A request's session is the ``chat_id`` of its session's first request, found by following
+    ``parent_chat_id`` through the requests already read (parents arrive before their
+    children). When a parent is not in the file (a trace cut), the parent's id stands for the
+    session, so the later turns still group together. ``read_requests`` gets a fresh reader per
+    file through :meth:`for_file`.
+
+    Called as ``reader(record, source, options)`` → :class:`~promptcache.model.Request` with
+    ``format="bailian"``, ``api="hashed"``, ``id`` = ``chat_id``, 16-token blocks unless
+    ``options.hash_block_tokens`` says otherwise, ``model`` = ``options.model``.
+
+    Raises:
+        BadRecord: for a missing or malformed field (see :func:`parse_hashed`), a bad
+            ``chat_id``/``parent_chat_id``, or a ``turn`` that is not a positive integer.
+    """
+
+    def __init__(self) -> None:
+        self.roots: dict[int | str, int | str] = {}
+
+    def for_file(self) -> "BailianReader":
+        """A reader with no sessions seen yet."""
+        return BailianReader()
+
+    def __call__(self, rec: Any, src: Source, opts: Any) -> Request:
+        if not isinstance(rec, Mapping):
+            raise BadRecord("record is not a JSON object")
+        hp, arrival, _ = parse_hashed(rec, getattr(opts, "hash_block_tokens", None) or BAILIAN_BLOCK_TOKENS, 1.0)
+        cid = _chat_id(rec.get("chat_id"), "chat_id")
+        parent = rec.get("parent_chat_id", -1)
+        parent = -1 if parent is None else _chat_id(parent, "parent_chat_id")
+        turn = rec.get("turn", 1)
+        if isinstance(turn, bool) or not isinstance(turn, int) or turn < 1:
+            raise BadRecord(f"'turn' is not a positive integer: {turn!r}")
+        root = cid if parent in (-1, "-1") else self.roots.get(parent, parent)
+        self.roots[cid] = root
+        model = getattr(opts, "model", None)
+        return Request(id=str(cid), source=src, format="bailian", api="hashed", provider=provider_for_model(model),
+                       model=model, arrival=arrival, hashed=hp, session=str(root))

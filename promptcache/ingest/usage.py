@@ -97,3 +97,185 @@ def find_usage(*objs: Any) -> Usage | None:
             if got is not None:
                 return got
     return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Gateway and telemetry usage shapes. Each states its meaning and source; all return the one
+# normalised meaning of :class:`Usage` (``input_tokens`` = the whole prompt).
+
+
+def _count(v: Any, what: str) -> int | None:
+    """A token count from a number or a numeric string (exports stringify 64-bit integers);
+    ``None`` when absent.
+
+    Raises:
+        BadRecord: when present but not a non-negative number.
+    """
+    if v is None or v == "":
+        return None
+    if isinstance(v, str):
+        try:
+            v = float(v)
+        except ValueError:
+            raise BadRecord(f"usage field {what} is not a token count: {v!r}") from None
+    return _int(v, what)
+
+
+def including_cache(reported: int, read: int, write: int) -> int:
+    """The whole prompt from a count documented to include cache reads and writes.
+
+    A count smaller than its own cache parts cannot include them (the provider's own
+    "uncached remainder" meaning leaked through, e.g. an Anthropic ``input_tokens`` copied
+    verbatim), so it is then read as the remainder and the parts are added.
+
+    >>> including_cache(1000, 800, 100), including_cache(50, 800, 100)
+    (1000, 950)
+    """
+    return reported if reported >= read + write else reported + read + write
+
+
+def litellm_usage(rec: Mapping[str, Any], usage_object: Any) -> Usage | None:
+    """Usage of a LiteLLM spend-log row or StandardLoggingPayload.
+
+    ``prompt_tokens``/``completion_tokens`` come from the record (else the usage object); cache
+    reads from ``cache_read_input_tokens`` or ``prompt_tokens_details.cached_tokens``, writes
+    from ``cache_creation_input_tokens`` or ``prompt_tokens_details.cache_creation_tokens``, the
+    1-hour share from ``cache_creation_token_details.ephemeral_1h_input_tokens``, all read from
+    the usage object (``metadata.usage_object`` in spend logs, ``response.usage`` otherwise).
+    LiteLLM's Anthropic adapter adds reads and writes into ``prompt_tokens`` (litellm
+    ``llms/anthropic/chat/transformation.py`` ``calculate_usage``; older releases added only
+    reads), so ``prompt_tokens`` is read with :func:`including_cache`. Sources:
+    https://docs.litellm.ai/docs/proxy/logging_spec and
+    https://docs.litellm.ai/docs/completion/prompt_caching (checked 2026-11-29).
+
+    Returns ``None`` when the row reports no tokens at all (failed calls).
+
+    Raises:
+        BadRecord: when a count is negative or not a number.
+    """
+    uo = usage_object if isinstance(usage_object, Mapping) else {}
+    d = uo.get("prompt_tokens_details")
+    d = d if isinstance(d, Mapping) else {}
+    prompt = _count(rec.get("prompt_tokens"), "prompt_tokens")
+    if prompt is None:
+        prompt = _count(uo.get("prompt_tokens"), "usage_object.prompt_tokens")
+    out = _count(rec.get("completion_tokens"), "completion_tokens")
+    if out is None:
+        out = _count(uo.get("completion_tokens"), "usage_object.completion_tokens")
+    read = _count(uo.get("cache_read_input_tokens"), "cache_read_input_tokens")
+    if read is None:
+        read = _count(d.get("cached_tokens"), "prompt_tokens_details.cached_tokens")
+    write = _count(uo.get("cache_creation_input_tokens"), "cache_creation_input_tokens")
+    if write is None:
+        write = _count(d.get("cache_creation_tokens"), "prompt_tokens_details.cache_creation_tokens")
+    details = d.get("cache_creation_token_details") or uo.get("cache_creation")
+    w1h = _count(details.get("ephemeral_1h_input_tokens"), "ephemeral_1h_input_tokens") if isinstance(details, Mapping) else None
+    read, write, w1h = read or 0, write or 0, w1h or 0
+    if not prompt and not out and not read and not write:
+        return None
+    return Usage(including_cache(prompt or 0, read, write), out or 0, read, write, min(w1h, write))
+
+
+def langfuse_usage(details: Any) -> Usage | None:
+    """Usage of a Langfuse observation's ``usageDetails`` (usage types as ingested).
+
+    Langfuse sums every usage type whose name contains ``input`` as input
+    (https://langfuse.com/docs/model-usage-and-cost, checked 2026-11-29), and its integrations
+    ingest ``input`` without the cached tokens plus the cache types beside it
+    (``input_cached_tokens``, ``cache_read_input_tokens``, ``input_cache_read``,
+    ``cache_creation_input_tokens``, ``input_cache_creation``, ...). So: the prompt is the sum of
+    the ``input`` types; reads are the types naming ``cache_read`` or ``cached``; writes those
+    naming ``cache_creation``/``cache_write``/``cache_creat``; a TTL split (a name with ``1h`` or
+    ``5m``) counts once, under the aggregate when one is present; output is ``output`` (else the
+    sum of ``output`` types). Legacy ``{"input", "output"}`` usage reads the same way.
+
+    Raises:
+        BadRecord: when a count is negative or not a number.
+    """
+    if not isinstance(details, Mapping) or not details:
+        return None
+    plain = read = write = split_total = split_1h = out_sum = 0
+    out_plain: int | None = None
+    seen_input = False
+    for k, v in details.items():
+        kl = str(k).lower()
+        n = _count(v, f"usageDetails.{k}")
+        if n is None:
+            continue
+        if "input" not in kl and "prompt" not in kl:
+            if kl in ("output", "completion", "output_tokens", "completion_tokens"):
+                out_plain = n
+            elif "output" in kl or "completion" in kl:
+                out_sum += n
+            continue
+        seen_input = True
+        if "cache_read" in kl or "cached" in kl:
+            read += n
+        elif "cache_creat" in kl or "cache_write" in kl:
+            if "1h" in kl or "5m" in kl:
+                split_total += n
+                split_1h += n if "1h" in kl else 0
+            else:
+                write += n
+        else:
+            plain += n
+    if not seen_input:
+        return None
+    if not write:
+        write = split_total
+    return Usage(plain + read + write, out_plain if out_plain is not None else out_sum, read, write, min(split_1h, write))
+
+
+def helicone_usage(rec: Mapping[str, Any]) -> Usage | None:
+    """Usage of a Helicone request export row: ``prompt_tokens`` are the uncached prompt tokens
+    and ``prompt_cache_read_tokens``/``prompt_cache_write_tokens`` come on top (Helicone
+    ``packages/cost`` ``costOfPrompt``: "regular prompt tokens (these are the fresh, uncached
+    tokens)"; https://docs.helicone.ai/gateway/concepts/prompt-caching, checked 2026-11-29).
+    ``None`` when the row has none of these columns.
+
+    Raises:
+        BadRecord: when a count is negative or not a number.
+    """
+    prompt = _count(rec.get("prompt_tokens"), "prompt_tokens")
+    read = _count(rec.get("prompt_cache_read_tokens"), "prompt_cache_read_tokens")
+    write = _count(rec.get("prompt_cache_write_tokens"), "prompt_cache_write_tokens")
+    if prompt is None and read is None and write is None:
+        return None
+    out = _count(rec.get("completion_tokens"), "completion_tokens") or 0
+    read, write = read or 0, write or 0
+    return Usage((prompt or 0) + read + write, out, read, write)
+
+
+#: OpenTelemetry GenAI usage attributes, current name first, then legacy and OpenInference names
+#: (https://github.com/open-telemetry/semantic-conventions-genai docs/registry/attributes/gen-ai.md;
+#: https://arize-ai.github.io/openinference/spec/attributes/semantic-conventions.html; checked 2026-11-29).
+OTEL_INPUT = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt")
+OTEL_OUTPUT = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion")
+OTEL_CACHE_READ = ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens",
+                   "gen_ai.usage.input_tokens.cached", "llm.token_count.prompt_details.cache_read",
+                   "llm.token_count.prompt_details.cache_input")
+OTEL_CACHE_WRITE = ("gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.cache_creation_input_tokens",
+                    "gen_ai.usage.input_tokens.cache_write", "llm.token_count.prompt_details.cache_write")
+
+
+def otel_usage(attrs: Mapping[str, Any]) -> Usage | None:
+    """Usage of an OpenTelemetry GenAI span from its attributes (current and legacy names,
+    :data:`OTEL_INPUT` ...). The conventions say ``gen_ai.usage.input_tokens`` "SHOULD include
+    all types of input tokens, including cached tokens", so it is read with
+    :func:`including_cache`. ``None`` when the span reports no input count and no cache count.
+
+    Raises:
+        BadRecord: when a count is negative or not a number.
+    """
+    def pick(keys: tuple[str, ...]) -> int | None:
+        for k in keys:
+            n = _count(attrs.get(k), k)
+            if n is not None:
+                return n
+        return None
+
+    inp, read, write = pick(OTEL_INPUT), pick(OTEL_CACHE_READ), pick(OTEL_CACHE_WRITE)
+    if inp is None and read is None and write is None:
+        return None
+    read, write = read or 0, write or 0
+    return Usage(including_cache(inp or 0, read, write), pick(OTEL_OUTPUT) or 0, read, write)

@@ -1,0 +1,110 @@
+"""LiteLLM spend logs (``LiteLLM_SpendLogs`` rows, ``/spend/logs`` exports) and logging
+payloads (``StandardLoggingPayload``, ``kwargs["standard_logging_object"]``).
+
+Field names: ``LiteLLM_SpendLogs`` in litellm ``schema.prisma`` (``request_id``, ``call_type``,
+``prompt_tokens``, ``completion_tokens``, ``startTime``, ``model``, ``custom_llm_provider``,
+``metadata``, ``cache_hit``, ``messages``, ``response``, ``session_id``,
+``proxy_server_request``) and https://docs.litellm.ai/docs/proxy/logging_spec
+(``id``, ``trace_id``, ``call_type``, ``prompt_tokens``, ``startTime`` as epoch seconds,
+``metadata``, ``messages``, ``response``, ``model_parameters``), checked 2026-11-29.
+
+The prompt is ``proxy_server_request`` (the body the proxy received) when it holds one, else
+``messages`` (stored only with ``store_prompts_in_spend_logs``); a row with neither is a
+usage-only request. Cache token counts live in ``metadata.usage_object`` (spend logs) or
+``response.usage``; see :func:`promptcache.ingest.usage.litellm_usage`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..errors import BadRecord
+from ..model import Part, Request, Source
+from .bodies import BODY_APIS, body_format, default_id, parse_body
+from .common import loads_if_json, provider_alias, provider_for_model
+from .fields import find_session, parse_time
+from .usage import litellm_usage
+
+
+def looks_litellm(rec: Mapping[str, Any]) -> bool:
+    """A spend-log row or logging payload: ``call_type`` with ``startTime``, ``spend`` or
+    ``response_cost``."""
+    return "call_type" in rec and any(k in rec for k in ("startTime", "spend", "response_cost"))
+
+
+def _request_body(rec: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, str]:
+    """(body, url) from ``proxy_server_request`` (a body, or ``{url, headers, body}``), else
+    from ``messages``; ``(None, "")`` when the row stores no prompt.
+
+    Raises:
+        BadRecord: when ``messages`` holds something that is no prompt.
+    """
+    psr = loads_if_json(rec.get("proxy_server_request"))
+    if isinstance(psr, Mapping) and isinstance(loads_if_json(psr.get("body")), Mapping) and "messages" not in psr:
+        url = str(psr.get("url", ""))
+        psr = loads_if_json(psr["body"])
+    else:
+        url = ""
+    if isinstance(psr, Mapping) and any(k in psr for k in ("messages", "input", "contents", "prompt")):
+        return psr, url
+    msgs = loads_if_json(rec.get("messages"))
+    if msgs in (None, "", {}, []):
+        return None, ""
+    if isinstance(msgs, list):
+        return {"messages": msgs}, ""
+    if isinstance(msgs, Mapping) and any(k in msgs for k in ("messages", "input", "contents")):
+        return msgs, ""
+    if isinstance(msgs, str):
+        return {"prompt": msgs}, ""
+    raise BadRecord("'messages' is neither a message list nor a request body")
+
+
+def parse_litellm(rec: Any, src: Source, opts: Any) -> Request:
+    """One LiteLLM spend-log row or logging payload → a Request (``format="litellm"``).
+
+    ``id``: ``request_id`` (spend logs) or ``id`` (payloads); ``arrival``: ``startTime``
+    (ISO 8601 or epoch seconds); ``session``: ``session_id``, else the usual session fields of
+    the row and its ``metadata``; ``model``: ``model``, else the body's; ``provider``: from the
+    model, else ``custom_llm_provider``; ``cache_key``: the body's ``prompt_cache_key``.
+    ``cache_hit`` (LiteLLM's own response cache) is not interpreted.
+
+    Raises:
+        BadRecord: for a malformed body, time or usage count.
+    """
+    if not isinstance(rec, Mapping):
+        raise BadRecord("record is not a JSON object")
+    body, url = _request_body(rec)
+    md = loads_if_json(rec.get("metadata"))
+    md = md if isinstance(md, Mapping) else {}
+    resp = loads_if_json(rec.get("response"))
+    usage_object = md.get("usage_object")
+    if not isinstance(usage_object, Mapping) and isinstance(resp, Mapping):
+        usage_object = resp.get("usage")
+    fmt: str | None = None
+    parts: tuple[Part, ...] = ()
+    params: dict[str, Any] = {}
+    cache_key = retention = None
+    if body is not None:
+        if isinstance(body.get("prompt"), str) and "messages" not in body:
+            fmt, parts = "openai-chat", (Part("user", "messages", body["prompt"], "user", 0),)
+        else:
+            fmt = body_format(body, url)
+            if fmt is None:
+                raise BadRecord("the stored request body is no chat, responses, messages or generateContent body")
+            b = parse_body(body, fmt)
+            parts, params, cache_key, retention = b.parts, b.params, b.cache_key, b.retention
+    model = rec.get("model") or (body or {}).get("model") or getattr(opts, "model", None)
+    model = str(model) if model else None
+    provider = provider_for_model(model) or provider_alias(rec.get("custom_llm_provider"))
+    if provider is None and fmt is not None:
+        provider = BODY_APIS[fmt][1]
+    rid = rec.get("request_id") or rec.get("id")
+    start = rec.get("startTime", rec.get("start_time"))
+    session = rec.get("session_id") or find_session(rec, body, md)
+    return Request(
+        id=str(rid) if rid else default_id(src), source=src, format="litellm",
+        api=BODY_APIS[fmt][0] if fmt else "chat", provider=provider, model=model,
+        arrival=parse_time(start) if start not in (None, "") else None, parts=parts,
+        cache_key=cache_key, session=str(session) if session else None, params=params,
+        usage=litellm_usage(rec, usage_object), cache_retention=retention,
+    )
