@@ -14,6 +14,7 @@ import typer
 from .. import __version__
 from ..errors import ExitCode, PromptcacheError
 from . import audit as _audit
+from . import kv as _kv
 
 app = typer.Typer(
     name="promptcache",
@@ -23,6 +24,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.command("audit")(_audit.audit_cmd)
+app.command("kv")(_kv.kv_cmd)
 
 
 def _version(value: bool) -> None:
