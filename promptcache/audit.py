@@ -410,19 +410,30 @@ class Pipeline:
         InputError: for unreadable files, or malformed records with ``strict``.
     """
 
-    def __init__(self, paths: Sequence[str | Path], opts: AuditOptions | None = None):
+    def __init__(self, paths: Sequence[str | Path], opts: AuditOptions | None = None,
+                 requests: Iterable[Request] | None = None):
         self.opts = opts or AuditOptions()
         self.opts.read.model = self.opts.read.model or self.opts.model
         self.state = _Pipeline(self.opts)
         self.inputs = [InputStats(str(p)) for p in paths]
         self.paths = list(paths)
+        self.requests = requests
         self.first_t: float | None = None
         self.last_t: float | None = None
+
+    @classmethod
+    def from_requests(cls, requests: Iterable[Request], opts: AuditOptions | None = None, label: str = "<proposed>") -> Pipeline:
+        """A pipeline over requests already in memory (arrival order), e.g. rewritten ones."""
+        pipe = cls([label], opts, requests)
+        return pipe
 
     def steps(self, progress: Callable[[int], None] | None = None) -> Iterator[Step]:
         """Stream every request through the pipeline, in arrival order."""
         pipe = self.state
-        stream = merge_by_arrival([read_requests(p, st, self.opts.read) for p, st in zip(self.paths, self.inputs)])
+        if self.requests is not None:
+            stream = iter(self.requests)
+        else:
+            stream = merge_by_arrival([read_requests(p, st, self.opts.read) for p, st in zip(self.paths, self.inputs)])
         done = 0
         while True:
             chunk = list(itertools.islice(stream, CHUNK))
@@ -493,7 +504,8 @@ def price(pipe: Pipeline, outcomes: Sequence[Outcome], book: PriceBook) -> tuple
 
 def audit(paths: Sequence[str | Path], opts: AuditOptions | None = None,
           progress: Callable[[int], None] | None = None) -> AuditResult:
-    """Audit request logs: simulate every request under its cache rules and price it.
+    """Audit request logs: simulate every request under its cache rules, price it, and find
+    what breaks the cache.
 
     Args:
         paths: log files (JSONL, JSON arrays, ``.gz``), audited together in arrival order.
@@ -507,9 +519,21 @@ def audit(paths: Sequence[str | Path], opts: AuditOptions | None = None,
         ConfigError: for bad options, rules or prices files.
         InputError: for unreadable files, or malformed records with ``strict``.
     """
-    pipe = Pipeline(paths, opts)
+    return run(Pipeline(paths, opts), progress=progress)
+
+
+def run(pipe: Pipeline, *, progress: Callable[[int], None] | None = None,
+        observers: Sequence[Callable[[Step], None]] = (), book: PriceBook | None = None) -> AuditResult:
+    """Run a pipeline to the end and build its :class:`AuditResult`.
+
+    Args:
+        pipe: the pipeline (over files or in-memory requests).
+        progress: called with the number of requests done so far.
+        observers: called with every :class:`Step` in arrival order (template inference, ...).
+        book: prices (default: from the options' prices file).
+    """
     opts = pipe.opts
-    book = PriceBook(opts.prices_file)
+    book = book or PriceBook(opts.prices_file)
     diag = None
     if opts.diagnose:
         from .diagnose.engine import Diagnoser
@@ -520,6 +544,8 @@ def audit(paths: Sequence[str | Path], opts: AuditOptions | None = None,
         outcomes.append(step.outcome)
         if diag is not None:
             diag.observe(step)
+        for obs in observers:
+            obs(step)
     pipe.finish(outcomes)
     scen, nss = price(pipe, outcomes, book)
     state = pipe.state

@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import unicodedata
 from bisect import bisect_right
 from collections import OrderedDict
 from dataclasses import dataclass, replace
@@ -28,6 +27,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from ..audit import Pipeline, Step, _Context
+from ..content import canonical_json, documents, normalize_whitespace, stable_documents
 from ..model import Part, Request
 from ..prefix.lcp import common_prefix
 from ..pricing import PriceBook, Rates
@@ -104,33 +104,6 @@ def tokens_of(ctx: _Context, req: Request) -> bytes:
 
 def _with_parts(req: Request, fn: Callable[[Part], Part]) -> Request:
     return replace(req, parts=tuple(fn(p) for p in req.parts))
-
-
-def _canon_json(text: str) -> str:
-    try:
-        return json.dumps(json.loads(text), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    except (json.JSONDecodeError, TypeError):
-        return text
-
-
-def _norm_ws(text: str) -> str:
-    t = unicodedata.normalize("NFC", text).replace("\r\n", "\n").replace("\r", "\n")
-    t = re.sub(r"[ \t\u00a0]+", " ", t)
-    return re.sub(r" *\n *", "\n", t).strip()
-
-
-_DOC_START = r"<doc\b|<document\b|\n\n(?:\[\d+\]|Document \d+|Source:|#+ )"
-_DOC_SPLIT = re.compile(f"(?={_DOC_START})", re.IGNORECASE)
-_DOC_HEAD = re.compile(_DOC_START, re.IGNORECASE)
-
-
-def _documents(text: str) -> tuple[str, list[str]]:
-    """(preamble, documents): retrieved-document units of a context block (``<doc>`` tags,
-    ``[1]``/``Document 1``/``Source:`` headings, markdown sections)."""
-    pieces = [d for d in _DOC_SPLIT.split(text) if d]
-    if pieces and not _DOC_HEAD.match(pieces[0]):
-        return pieces[0], pieces[1:]
-    return "", pieces
 
 
 def _scrub(text: str, pats: Sequence[re.Pattern[str]]) -> str:
@@ -364,23 +337,20 @@ class Diagnoser:
                 return self._emit_structure(step, pair, rules["tools-set"], same_tools, lambda q: q,
                                             {"added": ", ".join(added) or "-", "removed": ", ".join(removed) or "-"})
         if part_r is not None and part_p is not None and part_r.text != part_p.text:
-            if not in_tail and _canon_json(part_r.text) == _canon_json(part_p.text) and part_r.text.lstrip()[:1] in "{[" \
+            if not in_tail and canonical_json(part_r.text) == canonical_json(part_p.text) and part_r.text.lstrip()[:1] in "{[" \
                     and "json-key-order" in rules:
-                canon = lambda q: _with_parts(q, lambda x: replace(x, text=_canon_json(x.text)) if x.text.lstrip()[:1] in "{[" else x)
+                canon = lambda q: _with_parts(q, lambda x: replace(x, text=canonical_json(x.text)) if x.text.lstrip()[:1] in "{[" else x)
                 return self._emit_structure(step, pair, rules["json-key-order"], canon, None, self._texts(pair, part_r, part_p))
-            if not in_tail and _norm_ws(part_r.text) == _norm_ws(part_p.text) and "whitespace" in rules:
-                norm = lambda q: _with_parts(q, lambda x: replace(x, text=_norm_ws(x.text)))
+            if not in_tail and normalize_whitespace(part_r.text) == normalize_whitespace(part_p.text) and "whitespace" in rules:
+                norm = lambda q: _with_parts(q, lambda x: replace(x, text=normalize_whitespace(x.text)))
                 return self._emit_structure(step, pair, rules["whitespace"], norm, None, self._texts(pair, part_r, part_p))
-            (pre_r, docs_r), (pre_p, docs_p) = _documents(part_r.text), _documents(part_p.text)
+            (pre_r, docs_r), (pre_p, docs_p) = documents(part_r.text), documents(part_p.text)
             if len(docs_r) >= 2 and docs_r != docs_p and sorted(docs_r) == sorted(docs_p) and pre_r == pre_p \
                     and "documents-order" in rules:
                 path = part_r.path
 
                 def stable(q: Request) -> Request:
-                    def fix(x: Part) -> Part:
-                        pre, docs = _documents(x.text)
-                        return replace(x, text=pre + "".join(sorted(docs)))
-                    return _with_parts(q, lambda x: fix(x) if x.path == path else x)
+                    return _with_parts(q, lambda x: replace(x, text=stable_documents(x.text)) if x.path == path else x)
                 k = next(n for n, (a, b) in enumerate(zip(docs_r, docs_p)) if a != b)
                 start = len(pre_r) + sum(len(x) for x in docs_r[:k])  # the first document out of place
                 return self._emit_structure(step, pair, rules["documents-order"], stable, None,
