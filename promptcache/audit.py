@@ -14,7 +14,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -478,16 +478,21 @@ class Pipeline:
             o.ideal_write_tokens = min(units * ut, o.prompt_tokens - o.shared_prefix_tokens)
 
 
-def price(pipe: Pipeline, outcomes: Sequence[Outcome], book: PriceBook) -> tuple[dict[str, ScenarioTotals], dict[str, dict[str, ScenarioTotals]]]:
-    """Totals per scenario and per namespace, priced."""
+def price(outcomes: Sequence[Outcome], rules: Mapping[str, CacheRules], book: PriceBook) -> tuple[dict[str, ScenarioTotals], dict[str, dict[str, ScenarioTotals]]]:
+    """Totals per scenario and per namespace, priced.
+
+    Args:
+        outcomes: the requests to total (any subset of an audit's).
+        rules: cache rules by namespace (``AuditResult.rules``).
+        book: prices.
+    """
     scen = {s: ScenarioTotals() for s in SCENARIOS}
     nss: dict[str, dict[str, ScenarioTotals]] = {}
-    state = pipe.state
+    providers = load_providers()
     for o in outcomes:
-        rules = state.ns_rules[o.namespace]
-        pf = state.providers[o.provider]
+        bw = rules[o.namespace].bills_writes
+        pf = providers[o.provider]
         rates: Rates | None = book.rates(o.provider if pf.kind == "provider" else None, o.model, o.arrival)
-        bw = rules.bills_writes
         n = o.prompt_tokens
         per = nss.setdefault(o.namespace, {s: ScenarioTotals() for s in ("no_cache", "simulated", "ideal")})
         for name, cached, w, w1 in (("no_cache", 0, 0, 0), ("simulated", o.cached_tokens, o.write_tokens, o.write_1h_tokens),
@@ -547,7 +552,7 @@ def run(pipe: Pipeline, *, progress: Callable[[int], None] | None = None,
         for obs in observers:
             obs(step)
     pipe.finish(outcomes)
-    scen, nss = price(pipe, outcomes, book)
+    scen, nss = price(outcomes, pipe.state.ns_rules, book)
     state = pipe.state
     if book.unknown:
         state.warn(f"no price for model(s) {', '.join(sorted(book.unknown))}: token counts only for them "

@@ -26,9 +26,16 @@ def documents(text: str) -> tuple[str, list[str]]:
 
 
 def stable_documents(text: str) -> str:
-    """The same documents in a stable order (sorted by their text), preamble first."""
+    """The same documents in a stable order (sorted by their text), preamble first; the
+    separators between documents stay where they were.
+
+    >>> stable_documents("Docs:\\n<doc>b</doc>\\n\\n<doc>a</doc>")
+    'Docs:\\n<doc>a</doc>\\n\\n<doc>b</doc>'
+    """
     pre, docs = documents(text)
-    return pre + "".join(sorted(docs))
+    bodies = [d.rstrip() for d in docs]
+    seps = [d[len(b):] for d, b in zip(docs, bodies)]
+    return pre + "".join(b + s for b, s in zip(sorted(bodies), seps))
 
 
 def normalize_whitespace(text: str) -> str:
@@ -65,3 +72,32 @@ def sentence_span(text: str, a: int, b: int) -> tuple[int, int]:
     if nl != -1 and nl < end:
         end = nl
     return start, end
+
+
+def extract_sentences(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[str]]:
+    """Take the sentences holding the given spans out of ``text``.
+
+    Returns:
+        ``(remaining text, [moved sentence, ...])``; the moved sentences and the remaining text
+        together hold exactly the original characters but one separating space per cut.
+
+    >>> extract_sentences("Be kind. Time: 09:00. Answer briefly.", [(15, 20)])
+    ('Be kind. Answer briefly.', ['Time: 09:00.'])
+    """
+    cuts: list[list[int]] = []
+    for a, b in sorted(sentence_span(text, a, b) for a, b in spans):
+        if cuts and a <= cuts[-1][1]:
+            cuts[-1][1] = max(cuts[-1][1], b)
+        else:
+            cuts.append([a, b])
+    rest, moved, pos = [], [], 0
+    for a, b in cuts:
+        moved.append(text[a:b].strip())
+        rest.append(text[pos:a])
+        pos = b
+        if pos < len(text) and text[pos] == " " and (not rest[-1] or rest[-1][-1] in " \n"):
+            pos += 1
+        elif pos < len(text) and text[pos] == "\n" and rest[-1].endswith(" "):
+            rest[-1] = rest[-1].rstrip(" ")
+    rest.append(text[pos:])
+    return "".join(rest), moved

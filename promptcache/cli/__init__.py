@@ -15,6 +15,7 @@ from .. import __version__
 from ..errors import ExitCode, PromptcacheError
 from . import audit as _audit
 from . import kv as _kv
+from . import propose as _propose
 
 app = typer.Typer(
     name="promptcache",
@@ -25,6 +26,7 @@ app = typer.Typer(
 )
 app.command("audit")(_audit.audit_cmd)
 app.command("kv")(_kv.kv_cmd)
+app.command("propose")(_propose.propose_cmd)
 
 
 def _version(value: bool) -> None:

@@ -101,3 +101,23 @@ def _request(o: Any) -> dict[str, Any]:
     if o.flags:
         rec["flags"] = list(o.flags)
     return rec
+
+
+def proposals_record(res: Any) -> list[dict[str, Any]]:
+    """The ``proposals`` array: one item per template with changes (``ProposeResult``)."""
+    span = res.before.span_seconds
+    out = []
+    for p in res.proposals:
+        sav = p.savings_usd
+        out.append({
+            "template_id": p.plan.template.id,
+            "namespace": p.plan.template.namespace,
+            "requests": p.requests,
+            "unmatched_requests": p.unmatched,
+            "changes": [c.to_record() for c in p.plan.changes],
+            "before": {k: scenario_record(v) for k, v in p.before.items() if k != "reported"},
+            "after": {k: scenario_record(v) for k, v in p.after.items() if k != "reported"},
+            "savings_usd": money(sav),
+            "savings_usd_per_day": money(sav * Decimal(86400) / Decimal(str(span))) if sav is not None and span and span >= 60 else None,
+        })
+    return out

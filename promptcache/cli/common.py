@@ -1,0 +1,69 @@
+"""Options shared by the commands that read logs (audit, propose, replay): one definition each."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Callable, Optional, TypeVar
+
+import typer
+from rich.console import Console
+
+from ..audit import AuditOptions
+from ..ingest import ReadOptions, available_formats
+
+T = TypeVar("T")
+
+Logs = Annotated[list[Path], typer.Argument(
+    help="Request logs: JSONL, JSON arrays or .gz (OpenAI, Anthropic, Gemini bodies, gateway and observability "
+         "exports, OpenTelemetry spans, Mooncake/Bailian traces; see docs/formats.md).", show_default=False)]
+CacheModel = Annotated[Optional[str], typer.Option(
+    "--cache-model", help="Cache rules to apply (openai, anthropic, gemini, deepseek, vllm, sglang); "
+                          "default: inferred from each request's model.")]
+InputFormat = Annotated[Optional[str], typer.Option("--input-format", help=f"Force the log format ({', '.join(available_formats())}).")]
+TokenizerOpt = Annotated[Optional[str], typer.Option(
+    "--tokenizer", help="o200k_base, cl100k_base, approx, or a path to a model directory, tokenizer.json or .gguf file.")]
+TTL = Annotated[Optional[float], typer.Option("--ttl", help="Override the cache TTL in seconds (0: never expire).")]
+Capacity = Annotated[Optional[int], typer.Option("--capacity-tokens", help="LRU capacity per cache namespace, in tokens (engines).")]
+BlockSize = Annotated[Optional[int], typer.Option("--block-size", help="Engine block size in tokens (vLLM default 16).")]
+HashBlock = Annotated[Optional[int], typer.Option("--hash-block-size", help="Tokens per block in hashed traces (Mooncake 512, Bailian 16).")]
+Prices = Annotated[Optional[Path], typer.Option("--prices", help="YAML of custom or negotiated prices (USD per million tokens).")]
+Model = Annotated[Optional[str], typer.Option("--model", help="Model name for logs that carry none (hashed traces), for prices and rules.")]
+Strict = Annotated[bool, typer.Option("--strict", help="Stop at the first malformed line (exit 2).")]
+ShowText = Annotated[bool, typer.Option("--show-text", help="Quote prompt values without redacting secrets, e-mails and keys.")]
+
+
+class Severity(str, Enum):
+    """Finding severities, for ``--fail-on``."""
+
+    info = "info"
+    warning = "warning"
+    error = "error"
+
+
+def audit_options(*, cache_model: str | None, tokenizer: str | None, ttl: float | None, capacity_tokens: int | None,
+                  block_size: int | None, prices: Path | None, model: str | None, input_format: str | None,
+                  hash_block_size: int | None, strict: bool, show_text: bool = False, top: int = 5) -> AuditOptions:
+    """The :class:`AuditOptions` for the shared options."""
+    return AuditOptions(cache_model=cache_model, tokenizer=tokenizer, ttl=ttl, capacity_tokens=capacity_tokens,
+                        block_size=block_size, prices_file=str(prices) if prices else None, model=model, top=top,
+                        show_text=show_text,
+                        read=ReadOptions(input_format=input_format, hash_block_tokens=hash_block_size, strict=strict))
+
+
+def with_progress(label: str, fn: Callable[[Callable[[int], None] | None], T]) -> T:
+    """Run ``fn(progress)`` with a spinner on stderr when it is a terminal (none when piped)."""
+    err = Console(stderr=True)
+    if not err.is_terminal:
+        return fn(None)
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err, transient=True) as bar:
+        task = bar.add_task(label, total=None)
+        return fn(lambda k: bar.update(task, description=f"{label}: {k:,} requests"))
+
+
+def report_console() -> Console:
+    """The console for text reports: the terminal's width, or 130 columns when piped."""
+    out = Console(soft_wrap=False)
+    return out if out.is_terminal else Console(soft_wrap=False, width=130)

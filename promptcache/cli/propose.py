@@ -1,0 +1,60 @@
+"""``promptcache propose LOG...``: the templates behind the traffic, stable-first versions of
+them, and what they save on this very traffic."""
+
+from __future__ import annotations
+
+import json
+from enum import Enum
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .common import (BlockSize, CacheModel, Capacity, HashBlock, InputFormat, Logs, Model, Prices, ShowText,
+                     Strict, TokenizerOpt, TTL, audit_options, report_console, with_progress)
+from .output import emit
+
+
+class Format(str, Enum):
+    text = "text"
+    json = "json"
+
+
+def propose_cmd(
+    logs: Logs,
+    cache_model: CacheModel = None,
+    input_format: InputFormat = None,
+    tokenizer: TokenizerOpt = None,
+    ttl: TTL = None,
+    capacity_tokens: Capacity = None,
+    block_size: BlockSize = None,
+    hash_block_size: HashBlock = None,
+    prices: Prices = None,
+    model: Model = None,
+    strict: Strict = False,
+    show_text: ShowText = False,
+    write_proposed: Optional[Path] = typer.Option(None, "--write-proposed", help="Write the proposed log here, in the input's own format."),
+    fmt: Format = typer.Option(Format.text, "--format", "-f", help="Report format."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the JSON report to this file."),
+) -> int:
+    """Propose stable-first templates, apply them to every logged request and re-price them."""
+    from ..propose.engine import propose
+
+    opts = audit_options(cache_model=cache_model, tokenizer=tokenizer, ttl=ttl, capacity_tokens=capacity_tokens,
+                         block_size=block_size, prices=prices, model=model, input_format=input_format,
+                         hash_block_size=hash_block_size, strict=strict, show_text=show_text)
+    res = with_progress("proposing", lambda p: propose(logs, opts, write=write_proposed, progress=p))
+    if fmt is Format.json or output is not None:
+        from ..report.audit_records import proposals_record, scenario_record
+
+        rec = {"schema": "promptcache.propose/v1",
+               "before": {k: scenario_record(v) for k, v in res.before.scenarios.items() if k != "reported"},
+               "after": {k: scenario_record(v) for k, v in res.after.scenarios.items() if k != "reported"},
+               "proposals": proposals_record(res), "written": res.written}
+        emit(json.dumps(rec, ensure_ascii=False, indent=1), output)
+        if output is None:
+            return 0
+    from ..report.proposal_text import render_proposals
+
+    render_proposals(res, report_console(), show_text=show_text)
+    return 0

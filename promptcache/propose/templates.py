@@ -1,0 +1,282 @@
+"""Template inference: cluster requests into the templates behind them and split each
+template's parts into static spans and named variable slots.
+
+A template is what a family of requests shares before the conversation starts: the tools, the
+system or developer prompt and the cache-relevant parameters of one model. Requests with the
+same model and the same part layout there belong to one template. Each part's texts (a bounded
+sample) are aligned word by word against the first one; the words every sample keeps are
+static, the runs between them are slots. A slot is named after what its values look like,
+using the value patterns of the diagnose rules (``timestamp``, ``date``, ``uuid``,
+``request_id``, ``random_id``, ``counter``, ``environment``, ``user_data``), else ``number`` or
+``text``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+from ..diagnose.rules import Rule, load_rules
+from ..model import Part, Request
+
+#: Distinct texts kept per template part for alignment.
+SAMPLE = 48
+#: Slot kinds that should leave the cacheable prefix, with the rule that names them.
+VOLATILE = {"timestamp-in-prefix": "timestamp", "date-in-prefix": "date", "uuid-in-prefix": "uuid",
+            "request-id-in-prefix": "request_id", "random-id-in-prefix": "random_id", "counter-in-prefix": "counter",
+            "environment-in-prefix": "environment", "user-data-before-shared": "user_data"}
+
+
+def region(req: Request) -> list[Part]:
+    """The template region of a request: tools, leading system/developer parts, parameters."""
+    out = []
+    for p in req.parts:
+        if p.kind in ("tool", "param") or (p.kind == "system" and p.message is None) or \
+                (p.kind == "system" and all(q.kind in ("system", "tool") for q in req.parts[:req.parts.index(p)])):
+            out.append(p)
+        else:
+            break
+    return out
+
+
+def template_key(req: Request) -> tuple[str, ...]:
+    """Model plus the layout (kind and path) of the template region."""
+    return (req.model or "-", *(f"{p.kind}:{p.path}" for p in region(req)))
+
+
+def template_id(key: tuple[str, ...]) -> str:
+    """A short stable id for a template key, ``T-`` + 8 hex digits."""
+    return "T-" + hashlib.blake2b("\x1f".join(key).encode(), digest_size=4).hexdigest()
+
+
+@dataclass
+class Slot:
+    """A variable stretch of a template part.
+
+    Attributes:
+        index: position among the part's slots.
+        name: what it holds (``timestamp``, ``user_data``, ``text`` ...).
+        distinct: distinct values seen.
+        change_rate: share of consecutive requests (in arrival order) whose value changed.
+        examples: a few values (redact before printing).
+    """
+
+    index: int
+    name: str
+    distinct: int
+    change_rate: float
+    examples: list[str] = field(default_factory=list)
+
+    @property
+    def volatile(self) -> bool:
+        """Whether this slot should move out of the cacheable prefix."""
+        return self.name in VOLATILE.values()
+
+
+@dataclass
+class PartTemplate:
+    """One part of a template: static pieces around its slots.
+
+    ``statics`` has one more item than ``slots``: text = statics[0] + slot0 + statics[1] + ...
+    """
+
+    path: str
+    kind: str
+    statics: list[str]
+    slots: list[Slot]
+
+    def pattern(self) -> re.Pattern[str]:
+        """A regex that matches this part's texts, one group per slot."""
+        body = "(.*?)".join(re.escape(s) for s in self.statics)
+        return re.compile(f"^{body}$", re.DOTALL)
+
+    def skeleton_spans(self) -> tuple[str, list[tuple[int, int]]]:
+        """The template text with ``{slot}`` placeholders, and each placeholder's span."""
+        out, spans = self.statics[0], []
+        for s, st in zip(self.slots, self.statics[1:]):
+            ph = "{" + s.name + "}"
+            spans.append((len(out), len(out) + len(ph)))
+            out += ph + st
+        return out, spans
+
+    def skeleton(self, width: int = 90) -> str:
+        """The template with ``{slot}`` placeholders, shortened for display."""
+        out = self.statics[0]
+        for s, st in zip(self.slots, self.statics[1:]):
+            out += "{" + s.name + "}" + st
+        out = out.replace("\n", "⏎")
+        return out if len(out) <= width else out[:width - 1] + "…"
+
+
+@dataclass
+class Template:
+    """A cluster of requests and the structure of its template region."""
+
+    id: str
+    key: tuple[str, ...]
+    namespace: str
+    requests: int = 0
+    parts: list[PartTemplate] = field(default_factory=list)
+
+    @property
+    def volatile_slots(self) -> list[tuple[PartTemplate, Slot]]:
+        """(part, slot) pairs whose values should leave the prefix."""
+        return [(p, s) for p in self.parts for s in p.slots if s.volatile]
+
+
+class _PartStats:
+    def __init__(self) -> None:
+        self.texts: dict[str, int] = {}
+        self.order: list[str] = []
+        self.changes = 0
+        self.last: str | None = None
+        self.n = 0
+
+
+class TemplateIndex:
+    """Streams requests, then infers templates (bounded memory: a sample per part)."""
+
+    def __init__(self, rules: Sequence[Rule] | None = None):
+        self.rules = [r for r in (rules or load_rules()) if r.id in VOLATILE]
+        self.stats: dict[tuple[str, ...], dict[str, _PartStats]] = {}
+        self.count: dict[tuple[str, ...], int] = {}
+        self.kinds: dict[tuple[str, ...], dict[str, str]] = {}
+        self.namespace: dict[tuple[str, ...], str] = {}
+        self.by_request: dict[tuple[str, int], tuple[str, ...]] = {}
+
+    def add(self, req: Request, namespace: str) -> tuple[str, ...]:
+        """Account one request; returns its template key."""
+        key = template_key(req)
+        self.count[key] = self.count.get(key, 0) + 1
+        self.namespace.setdefault(key, namespace)
+        per = self.stats.setdefault(key, {})
+        kinds = self.kinds.setdefault(key, {})
+        for p in region(req):
+            st = per.setdefault(p.path, _PartStats())
+            kinds[p.path] = p.kind
+            st.n += 1
+            if st.last is not None and p.text != st.last:
+                st.changes += 1
+            st.last = p.text
+            if p.text in st.texts:
+                st.texts[p.text] += 1
+            elif len(st.texts) < SAMPLE:
+                st.texts[p.text] = 1
+                st.order.append(p.text)
+        self.by_request[(req.source.path, req.source.line)] = key
+        return key
+
+    def templates(self) -> dict[tuple[str, ...], Template]:
+        """Infer every template's static spans and slots."""
+        out = {}
+        for key, per in self.stats.items():
+            t = Template(template_id(key), key, self.namespace[key], self.count[key])
+            for path, st in per.items():
+                t.parts.append(self._infer(path, self.kinds[key][path], st))
+            out[key] = t
+        return out
+
+    def _infer(self, path: str, kind: str, st: _PartStats) -> PartTemplate:
+        texts = st.order
+        ref = texts[0]
+        if len(texts) == 1:
+            return PartTemplate(path, kind, [ref], [])
+        keep = [True] * len(ref)
+        for other in texts[1:]:
+            matched = _matched(ref, other)
+            keep = [k and m for k, m in zip(keep, matched)]
+        spans = _slot_spans(ref, keep)
+        pieces, pos = [], 0
+        for a, b in spans:
+            pieces.append(ref[pos:a])
+            pos = b
+        pieces.append(ref[pos:])
+        pt = PartTemplate(path, kind, pieces, [])
+        pat = pt.pattern()
+        values: list[list[str]] = [[] for _ in range(len(pieces) - 1)]
+        for t in texts:
+            m = pat.match(t)
+            if m:
+                for i, v in enumerate(m.groups()):
+                    values[i].append(v)
+        for i, vals in enumerate(values):
+            name = self._name(pieces[i][-80:], vals, pieces[i + 1][:40])
+            pt.slots.append(Slot(i, name, len(set(vals)), st.changes / max(1, st.n - 1), vals[:3]))
+        return pt
+
+    def _name(self, before: str, values: list[str], after: str) -> str:
+        for rule in self.rules:
+            pats = rule.patterns()
+            hits = 0
+            for v in values[:16]:
+                probe = before + v + after
+                lo = len(before)
+                if any(lo - 40 <= m.start() <= lo + len(v) and m.end() >= lo for pat in pats
+                       for m in pat.finditer(probe, max(0, lo - 80))):
+                    hits += 1
+            if values and hits >= max(1, len(values[:16]) // 2):
+                return VOLATILE[rule.id]
+        if values and all(v.strip().isdigit() for v in values):
+            return "number"
+        return "text"
+
+
+_VALUE_CHAR = re.compile(r"[\w\-:+/@.]")
+
+
+def _matched(ref: str, other: str) -> list[bool]:
+    """Characters of ``ref`` that ``other`` keeps (common prefix and suffix, then a diff of
+    the middle when it is small enough; a large middle counts as changed)."""
+    n, m = len(ref), len(other)
+    p = 0
+    while p < n and p < m and ref[p] == other[p]:
+        p += 1
+    q = 0
+    while q < n - p and q < m - p and ref[n - 1 - q] == other[m - 1 - q]:
+        q += 1
+    out = [True] * p + [False] * (n - p - q) + [True] * q
+    mid_r, mid_o = ref[p:n - q], other[p:m - q]
+    if mid_r and mid_o and len(mid_r) * len(mid_o) <= 4_000_000:
+        for a, _, size in difflib.SequenceMatcher(None, mid_r, mid_o, autojunk=False).get_matching_blocks():
+            if size >= 4:  # ignore coincidental one-letter matches inside values
+                for i in range(p + a, p + a + size):
+                    out[i] = True
+    return out
+
+
+def _slot_spans(ref: str, keep: list[bool]) -> list[tuple[int, int]]:
+    """Runs of changed characters, widened to whole values (a date, a name, an id) and merged
+    when only a space separates them."""
+    spans: list[tuple[int, int]] = []
+    i, n = 0, len(ref)
+    while i < n:
+        if keep[i]:
+            i += 1
+            continue
+        j = i
+        while j < n and not keep[j]:
+            j += 1
+        a, b = i, j
+        while a > 0 and _VALUE_CHAR.match(ref[a - 1]):
+            a -= 1
+        while b < n and _VALUE_CHAR.match(ref[b]):
+            b += 1
+        while b > a + 1 and ref[b - 1] in ".,:;":  # trailing punctuation belongs to the sentence
+            b -= 1
+        if spans and a <= spans[-1][1] + 1 and ref[spans[-1][1]:a].strip() == "":
+            spans[-1] = (spans[-1][0], max(b, spans[-1][1]))
+        else:
+            spans.append((a, b))
+        i = max(j, b)
+    return spans
+
+
+def group_requests(reqs: Iterable[Request]) -> dict[str, list[Request]]:
+    """Requests by template id (for tests and small logs)."""
+    out: dict[str, list[Request]] = {}
+    for r in reqs:
+        out.setdefault(template_id(template_key(r)), []).append(r)
+    return out

@@ -1,0 +1,117 @@
+"""Proposals: template inference, content preserved, re-simulated savings, clean proposed logs."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+from promptcache.audit import AuditOptions, audit
+from promptcache.content import canonical_json, extract_sentences
+from promptcache.ingest import InputStats, read_requests
+from promptcache.propose.engine import propose
+
+from conftest import SAMPLES
+
+FIXED = {"agent_timestamp": {"timestamp-in-prefix"}, "support_bot": {"user-data-before-shared"},
+         "rag_app": {"documents-reordered"}, "anthropic_app": {"ttl-choice"}}
+
+
+@pytest.fixture(scope="module")
+def proposed(tmp_path_factory):
+    out = {}
+    d = tmp_path_factory.mktemp("proposed")
+    for name in [*FIXED, "well_structured"]:
+        dest = d / f"{name}.jsonl"
+        out[name] = (propose([SAMPLES / f"{name}.jsonl"], AuditOptions(), write=dest), dest)
+    return out
+
+
+def atoms(req) -> Counter:
+    """A request's content as a multiset: JSON parts canonically, text parts by sentence/line."""
+    got: Counter = Counter()
+    for p in req.parts:
+        if p.kind in ("tool", "tool_call", "param"):
+            got[canonical_json(p.text)] += 1
+            continue
+        for piece in re.split(r"(?<=[.!?])\s+|\n+", p.text):
+            if piece.strip():
+                got[piece.strip()] += 1
+    return got
+
+
+@pytest.mark.parametrize("name", list(FIXED))
+def test_each_request_keeps_exactly_its_content(proposed, name):
+    res, dest = proposed[name]
+    before = {r.source.line: r for r in read_requests(SAMPLES / f"{name}.jsonl", InputStats("x"))}
+    after = {r.source.line: r for r in read_requests(dest, InputStats("y"))}
+    assert len(after) == len(before)
+    changed = 0
+    for line, r in before.items():
+        a = after[line]
+        assert atoms(a) == atoms(r), f"{name}:{line}"
+        changed += [p.text for p in a.parts] != [p.text for p in r.parts] or a.parts != r.parts
+    assert changed > 0 or name == "anthropic_app"  # the TTL change touches cache_control only
+
+
+@pytest.mark.parametrize("name", list(FIXED))
+def test_proposal_reaches_within_a_few_points_of_ideal(proposed, name):
+    res, _ = proposed[name]
+    after = res.after.scenarios
+    assert after["simulated"].hit_ratio >= after["ideal"].hit_ratio - 0.04
+    assert after["simulated"].hit_ratio > res.before.scenarios["simulated"].hit_ratio
+    assert res.proposals and res.proposals[0].savings_usd > 0
+
+
+def test_well_structured_gets_no_proposal(proposed):
+    res, _ = proposed["well_structured"]
+    assert res.proposals == []
+
+
+@pytest.mark.parametrize("name", list(FIXED))
+def test_proposed_log_audits_without_the_fixed_findings(proposed, name):
+    _, dest = proposed[name]
+    found = {f.rule.id for f in audit([dest], AuditOptions()).findings}
+    assert not (found & FIXED[name]), found
+
+
+def test_templates_name_their_slots(proposed):
+    res, _ = proposed["agent_timestamp"]
+    (p,) = res.proposals
+    change = p.plan.changes[0]
+    assert change.kind == "move-slots" and change.where == "messages[0].content"
+    names = [s.name for part in p.plan.template.parts for s in part.slots]
+    assert names[:2] == ["timestamp", "number"]
+    res, _ = proposed["support_bot"]
+    assert [s.name for part in res.proposals[0].plan.template.parts for s in part.slots] == ["user_data"] * 3
+
+
+def test_moved_sentences_open_the_newest_user_turn(proposed):
+    _, dest = proposed["support_bot"]
+    first = json.loads(dest.read_text().splitlines()[0])
+    system, user = first["messages"][0]["content"], first["messages"][1]["content"]
+    assert "speaking with" not in system and system.startswith("You are Aria, the support assistant of Northwind Bank.")
+    assert re.match(r"You are speaking with [A-Z]\w+ [A-Z]\w+ \(customer id C-\d+, e-mail \S+@example\.com\)\.\n\n", user)
+    assert "usage" not in json.dumps(first)
+
+
+def test_extract_sentences_keeps_every_character():
+    text = "You are Aria. You are speaking with Ana (id 7). Address them by name."
+    rest, moved = extract_sentences(text, [(text.index("Ana"), text.index("Ana") + 3)])
+    assert moved == ["You are speaking with Ana (id 7)."]
+    assert sorted(rest.replace(" ", "") + "".join(moved).replace(" ", "")) == sorted(text.replace(" ", ""))
+
+
+def test_cli_propose_json():
+    p = subprocess.run([sys.executable, "-m", "promptcache", "audit", str(SAMPLES / "rag_app.jsonl"), "--propose",
+                        "--format", "json", "--no-requests"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    (item,) = d["proposals"]
+    assert set(item) >= {"template_id", "requests", "changes", "before", "after", "savings_usd"}
+    assert item["changes"][0]["kind"] == "sort-documents" and set(item["changes"][0]) >= {"kind", "from", "to", "rationale"}
+    assert set(item["before"]) == {"no_cache", "simulated", "ideal"} and item["savings_usd"] > 0
