@@ -150,6 +150,8 @@ class AuditResult:
         unknown_models: models without a price.
         span_seconds: time from the first to the last arrival (``None`` without times).
         findings: filled by diagnosis (issue-level features add to it).
+        prices_source: where the prices came from.
+        book: the prices used (per-request costs: :func:`request_costs`).
     """
 
     inputs: list[InputStats]
@@ -164,6 +166,7 @@ class AuditResult:
     span_seconds: float | None
     findings: list[Any] = field(default_factory=list)
     prices_source: str = ""
+    book: PriceBook | None = None
 
     @property
     def tokenizer_exact(self) -> bool:
@@ -478,8 +481,38 @@ class Pipeline:
             o.ideal_write_tokens = min(units * ut, o.prompt_tokens - o.shared_prefix_tokens)
 
 
+def request_costs(o: Outcome, rules: Mapping[str, CacheRules], book: PriceBook) -> dict[str, tuple[int, int, int, Decimal | None]]:
+    """One request priced under every scenario: the single pricing path of :func:`price` and
+    the per-request reports.
+
+    Args:
+        o: the request's outcome.
+        rules: cache rules by namespace (``AuditResult.rules``).
+        book: prices.
+
+    Returns:
+        ``{scenario: (prompt_tokens, cached_tokens, billed_write_tokens, cost_usd)}`` for
+        ``no_cache``, ``simulated`` and ``ideal``, plus ``reported`` when the log has usage;
+        ``cost_usd`` is ``None`` when the model has no price. Write tokens are 0 where the
+        rules bill writes as plain input.
+    """
+    bw = rules[o.namespace].bills_writes
+    pf = load_providers()[o.provider]
+    rates: Rates | None = book.rates(o.provider if pf.kind == "provider" else None, o.model, o.arrival)
+    n = o.prompt_tokens
+    out: dict[str, tuple[int, int, int, Decimal | None]] = {}
+    for name, cached, w, w1 in (("no_cache", 0, 0, 0), ("simulated", o.cached_tokens, o.write_tokens, o.write_1h_tokens),
+                                 ("ideal", o.shared_prefix_tokens, o.ideal_write_tokens if bw else 0, 0)):
+        out[name] = (n, cached, w if bw else 0, rates.cost(n, cached, w, w1, bw) if rates else None)
+    if o.usage is not None:
+        u = o.usage
+        cost = rates.cost(u.input_tokens, u.cache_read_tokens, u.cache_write_tokens, u.cache_write_1h_tokens, True) if rates else None
+        out["reported"] = (u.input_tokens, u.cache_read_tokens, u.cache_write_tokens, cost)
+    return out
+
+
 def price(outcomes: Sequence[Outcome], rules: Mapping[str, CacheRules], book: PriceBook) -> tuple[dict[str, ScenarioTotals], dict[str, dict[str, ScenarioTotals]]]:
-    """Totals per scenario and per namespace, priced.
+    """Totals per scenario and per namespace, priced (each request by :func:`request_costs`).
 
     Args:
         outcomes: the requests to total (any subset of an audit's).
@@ -488,22 +521,12 @@ def price(outcomes: Sequence[Outcome], rules: Mapping[str, CacheRules], book: Pr
     """
     scen = {s: ScenarioTotals() for s in SCENARIOS}
     nss: dict[str, dict[str, ScenarioTotals]] = {}
-    providers = load_providers()
     for o in outcomes:
-        bw = rules[o.namespace].bills_writes
-        pf = providers[o.provider]
-        rates: Rates | None = book.rates(o.provider if pf.kind == "provider" else None, o.model, o.arrival)
-        n = o.prompt_tokens
         per = nss.setdefault(o.namespace, {s: ScenarioTotals() for s in ("no_cache", "simulated", "ideal")})
-        for name, cached, w, w1 in (("no_cache", 0, 0, 0), ("simulated", o.cached_tokens, o.write_tokens, o.write_1h_tokens),
-                                     ("ideal", o.shared_prefix_tokens, o.ideal_write_tokens if bw else 0, 0)):
-            cost = rates.cost(n, cached, w, w1, bw) if rates else None
-            scen[name].add(n, cached, w if bw else 0, cost)
-            per[name].add(n, cached, w if bw else 0, cost)
-        if o.usage is not None:
-            u = o.usage
-            cost = rates.cost(u.input_tokens, u.cache_read_tokens, u.cache_write_tokens, u.cache_write_1h_tokens, True) if rates else None
-            scen["reported"].add(u.input_tokens, u.cache_read_tokens, u.cache_write_tokens, cost)
+        for name, (n, cached, w, cost) in request_costs(o, rules, book).items():
+            scen[name].add(n, cached, w, cost)
+            if name in per:
+                per[name].add(n, cached, w, cost)
     return scen, nss
 
 
@@ -573,4 +596,5 @@ def run(pipe: Pipeline, *, progress: Callable[[int], None] | None = None,
         unknown_models=sorted(book.unknown), span_seconds=span,
         prices_source=f"genai-prices {book.genai_version}" + (f" + {opts.prices_file}" if opts.prices_file else ""),
         findings=diag.finish() if diag is not None else [],
+        book=book,
     )
