@@ -30,6 +30,7 @@ from .tokenize import TokenMemo, Tokenizer, resolve_tokenizer
 
 SCENARIOS = ("no_cache", "reported", "simulated", "ideal")
 CHUNK = 512  # requests rendered and tokenized per batch
+UNITS_CACHE = 400_000  # framed segment units kept per context (the oldest half goes when full)
 
 
 @dataclass
@@ -183,6 +184,9 @@ class _Context:
         self.format = make_format(tokenizer, pf.layout)
         self.memo = TokenMemo(tokenizer)
         self._frame_bytes: dict[tuple[int, ...], bytes] = {}
+        # framed unit bytes and text digest per segment object (segments repeat as the same
+        # objects across requests: render memoizes them); the entry keeps its segment alive
+        self.units: dict[int, tuple[Segment, bytes, bytes]] = {}
         # breakpoint and boundary caches key entries by the prefix up to each segment
         self.needs_keys = any(m.get("mode") != "prefix" for _, m in pf.models)
 
@@ -274,7 +278,7 @@ def _chained_keys(segs: Sequence[Segment], ctx: _Context, texts_digest: Sequence
 def _tokenize_chunk(pipe: _Pipeline, chunk: list[Request]) -> list[tuple[Request, ProviderFile, _Context | None, Prompt]]:
     """Render and tokenize a chunk of requests (one tokenizer batch per context)."""
     plan: list[tuple[Request, ProviderFile, _Context | None, list[Segment] | None]] = []
-    by_ctx: dict[int, tuple[_Context, list[str]]] = {}
+    todo: dict[int, tuple[_Context, dict[int, Segment]]] = {}
     for req in chunk:
         pf = pipe.provider_for(req)
         if req.hashed is not None:
@@ -283,10 +287,19 @@ def _tokenize_chunk(pipe: _Pipeline, chunk: list[Request]) -> list[tuple[Request
         ctx = pipe.context_for(pf, req)
         segs = ctx.format.render(req)
         plan.append((req, pf, ctx, segs))
-        by_ctx.setdefault(id(ctx), (ctx, []))[1].extend(s.text for s in segs)
-    encoded: dict[int, Iterator[tuple[bytes, bytes]]] = {}
-    for cid, (ctx, texts) in by_ctx.items():
-        encoded[cid] = iter(zip(*ctx.memo.encode_keyed(texts)))
+        units = ctx.units
+        for s in segs:
+            got = units.get(id(s))
+            if got is None or got[0] is not s:
+                todo.setdefault(id(ctx), (ctx, {}))[1][id(s)] = s
+    for ctx, new in todo.values():  # one tokenizer batch per context, only for segments not seen
+        segs_new = list(new.values())
+        ids, digests = ctx.memo.encode_keyed([s.text for s in segs_new])
+        if len(ctx.units) + len(segs_new) > UNITS_CACHE:
+            for k in list(itertools.islice(ctx.units, UNITS_CACHE // 2)):
+                del ctx.units[k]
+        for s, tb, dg in zip(segs_new, ids, digests):
+            ctx.units[id(s)] = (s, ctx.frame(s.head) + tb + ctx.frame(s.tail), dg)
     out = []
     for req, pf, ctx, segs in plan:
         if ctx is None or segs is None:
@@ -295,22 +308,12 @@ def _tokenize_chunk(pipe: _Pipeline, chunk: list[Request]) -> list[tuple[Request
             units = np.asarray(hp.block_ids, dtype="<u8").tobytes()
             out.append((req, pf, None, Prompt(units, 8, hp.block_tokens, hp.input_tokens)))
             continue
-        it = encoded[id(ctx)]
-        pieces: list[bytes] = []
-        ends: list[int] = []
-        digests: list[bytes] = []
-        total = 0
-        for s in segs:
-            tb, dg = next(it)
-            hb = ctx.frame(s.head)
-            tl = ctx.frame(s.tail)
-            pieces += (hb, tb, tl)
-            total += (len(hb) + len(tb) + len(tl)) // 4
-            ends.append(total)
-            digests.append(dg)
-        units = b"".join(pieces)
-        keys = _chained_keys(segs, ctx, digests) if ctx.needs_keys else []
-        out.append((req, pf, ctx, Prompt(units, 4, 1, total, segs, ends, keys)))
+        cache = ctx.units
+        entries = [cache[id(s)] for s in segs]
+        pieces = [e[1] for e in entries]
+        ends = list(itertools.accumulate(len(b) >> 2 for b in pieces))
+        keys = _chained_keys(segs, ctx, [e[2] for e in entries]) if ctx.needs_keys else []
+        out.append((req, pf, ctx, Prompt(b"".join(pieces), 4, 1, ends[-1] if ends else 0, segs, ends, keys)))
     return out
 
 

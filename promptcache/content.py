@@ -25,6 +25,14 @@ def documents(text: str) -> tuple[str, list[str]]:
     return "", pieces
 
 
+_DOC_HINT = ("<doc", "<Doc", "<DOC", "Document ", "Source:", "\n\n[", "\n\n#")
+
+
+def looks_like_documents(text: str) -> bool:
+    """Cheap test: could ``text`` hold retrieved-document units (before splitting it)?"""
+    return any(h in text for h in _DOC_HINT)
+
+
 def stable_documents(text: str) -> str:
     """The same documents in a stable order (sorted by their text), preamble first; the
     separators between documents stay where they were.

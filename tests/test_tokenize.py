@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 
+import numpy as np
 import pytest
 
 from promptcache.errors import ConfigError
@@ -56,3 +57,17 @@ def test_approximation_is_labelled():
 def test_unknown_tokenizer_says_what_to_pass():
     with pytest.raises(ConfigError, match="o200k_base, cl100k_base, approx"):
         resolve_tokenizer("nope", default=None, model=None)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_fast_batch_encoder_gives_tiktokens_ids(name):
+    import random
+
+    tok = resolve_tokenizer(name, default=None, model=None)
+    rng = random.Random(3)
+    pieces = ["hello", " world", "<|endoftext|>", "<|im_start|>", "naïve", "𝔘𝔫𝔦", "\u00a0", "  \n\n\t", "12345",
+              "1234567", "a\r\nb", "日本語", "{\"k\": [1, 2.5e-3]}", "'s", " don't", "\u200b", "🙂"]
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 40))) for _ in range(300)]
+    enc = load_encoding(name)
+    assert tok.encode_batch(texts) == [enc.encode_ordinary(t) for t in texts]
+    assert tok.encode_batch_bytes(texts) == [np.asarray(enc.encode_ordinary(t), "<u4").tobytes() for t in texts]

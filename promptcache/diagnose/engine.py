@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from ..audit import Pipeline, Step, _Context
-from ..content import canonical_json, documents, normalize_whitespace, stable_documents
+from ..content import canonical_json, documents, looks_like_documents, normalize_whitespace, stable_documents
 from ..model import Part, Request
 from ..prefix.lcp import common_prefix
 from ..pricing import PriceBook, Rates
@@ -40,7 +40,6 @@ from .rules import Rule, load_rules
 
 #: Requests kept in memory to serve as predecessors (their text and tokens).
 RECENT = 4096
-PLACEHOLDER = "\u2063"  # an invisible separator: the same in every counterfactual
 
 
 @dataclass
@@ -106,20 +105,19 @@ def _with_parts(req: Request, fn: Callable[[Part], Part]) -> Request:
     return replace(req, parts=tuple(fn(p) for p in req.parts))
 
 
-def _scrub(text: str, pats: Sequence[re.Pattern[str]]) -> str:
-    """Replace every stretch any of the patterns matches (overlaps merged) by one placeholder."""
-    spans = sorted(m.span() for pat in pats for m in pat.finditer(text) if m.end() > m.start())
-    out, pos = [], 0
-    for a, b in spans:
-        if a < pos:
-            if b > pos:
-                pos = b
-            continue
-        out.append(text[pos:a])
-        out.append(PLACEHOLDER)
-        pos = b
-    out.append(text[pos:])
-    return "".join(out)
+def _first_difference(a: str, b: str, start: int = 0) -> int:
+    """Index of the first character where ``a`` and ``b`` differ at or after ``start`` (both
+    equal before it); ``min(len)`` when one is a prefix of the other."""
+    n = min(len(a), len(b))
+    i = start
+    while i < n:
+        j = min(n, i + 64)
+        if a[i:j] != b[i:j]:
+            while a[i] == b[i]:
+                i += 1
+            return i
+        i = j
+    return n
 
 
 def _tool_name(p: Part) -> str:
@@ -341,11 +339,15 @@ class Diagnoser:
                     and "json-key-order" in rules:
                 canon = lambda q: _with_parts(q, lambda x: replace(x, text=canonical_json(x.text)) if x.text.lstrip()[:1] in "{[" else x)
                 return self._emit_structure(step, pair, rules["json-key-order"], canon, None, self._texts(pair, part_r, part_p))
-            if not in_tail and normalize_whitespace(part_r.text) == normalize_whitespace(part_p.text) and "whitespace" in rules:
+            f = _first_difference(part_r.text, part_p.text, max(0, (self._where(pair, pair.c)[1] or 0) - 2))
+            near = part_r.text[f:f + 1] + part_p.text[f:f + 1]
+            if not in_tail and "whitespace" in rules and (not near.strip() or not near.isascii()) \
+                    and normalize_whitespace(part_r.text) == normalize_whitespace(part_p.text):
                 norm = lambda q: _with_parts(q, lambda x: replace(x, text=normalize_whitespace(x.text)))
                 return self._emit_structure(step, pair, rules["whitespace"], norm, None, self._texts(pair, part_r, part_p))
-            (pre_r, docs_r), (pre_p, docs_p) = documents(part_r.text), documents(part_p.text)
-            if len(docs_r) >= 2 and docs_r != docs_p and sorted(docs_r) == sorted(docs_p) and pre_r == pre_p \
+            (pre_r, docs_r), (pre_p, docs_p) = (documents(part_r.text), documents(part_p.text)) \
+                if looks_like_documents(part_r.text) else (("", []), ("", []))
+            if len(docs_r) >= 2 and len(docs_r) == len(docs_p) and docs_r != docs_p and sorted(docs_r) == sorted(docs_p) and pre_r == pre_p \
                     and "documents-order" in rules:
                 path = part_r.path
 
@@ -418,11 +420,7 @@ class Diagnoser:
                 continue
             start, end_r, end_p = hit
             path, off = seg_r.locate(start)
-            pats = rule.patterns()
-
-            def scrub(q: Request, path: str = path) -> Request:
-                return _with_parts(q, lambda x: replace(x, text=_scrub(x.text, pats)) if x.path == path else x)
-            lost = self._cf_lost(pair, scrub)
+            lost = self._resync_lost(pair)
             if lost < int(rule.options.get("min_tokens_lost", 1)):
                 continue
             gained, cost = self._report_lost(step, pair, lost)
@@ -465,18 +463,59 @@ class Diagnoser:
             return
         path, off = self._where(pair, pair.c)
         part_p = next((x for x in pair.p.parts if x.path == path), None)
-        if part_p is None:
+        part_r = next((x for x in pair.r.parts if x.path == path), None)
+        if part_p is None or part_r is None:
             return
-
-        def same(q: Request) -> Request:
-            return _with_parts(q, lambda x: replace(x, text=part_p.text) if x.path == path else x)
-        lost = self._cf_lost(pair, same, lambda q: q)
+        lost = self._segment_lost(pair)
         if lost <= 0:
             return
         gained, cost = self._report_lost(step, pair, lost)
-        part_r = next(x for x in pair.r.parts if x.path == path)
         self._add(step, rule, (path,), segment=path, char=off, token=pair.d,
                   evidence=self._texts(pair, part_r, part_p), lost=gained, cost=cost)
+
+    @staticmethod
+    def _segment_lost(pair: Pair) -> int:
+        """Tokens ``r`` would share with ``p`` if the segment where they part were the same in
+        both: the rest of that segment plus the common prefix of what follows it."""
+        end_r, end_p = pair.rp.seg_ends[pair.i], pair.pp.seg_ends[pair.j]
+        return (end_r - pair.d) + common_prefix(pair.rp.units[end_r * 4:], pair.pp.units[end_p * 4:])
+
+    @staticmethod
+    def _resync_lost(pair: Pair, window: int = 48, k: int = 4, skips: int = 8) -> int:
+        """Tokens ``r`` would share with ``p`` if the values that differ inside the segment where
+        they part were the same: the token streams are re-aligned after each difference (BPE
+        re-synchronises within a few tokens once the texts agree again; at most ``skips``
+        differences, each within ``window`` tokens) and the common runs are counted up to the
+        end of the segment, then the common prefix of what follows it."""
+        ru, pu = pair.rp.units, pair.pp.units
+        end_r = pair.rp.seg_ends[pair.i]
+        pos_r = pos_p = pair.d
+        shared = 0
+        for _ in range(skips):
+            grams: dict[bytes, int] = {}
+            for b in range(window):
+                g = pu[(pos_p + b) * 4:(pos_p + b + k) * 4]
+                if len(g) < k * 4:
+                    break
+                grams.setdefault(g, b)
+            hit = None
+            for a in range(window):
+                g = ru[(pos_r + a) * 4:(pos_r + a + k) * 4]
+                if len(g) < k * 4:
+                    break
+                b = grams.get(g)
+                if b is not None:
+                    hit = (a, b)
+                    break
+            if hit is None:
+                break
+            run = common_prefix(ru, pu[(pos_p + hit[1]) * 4:], 4, (pos_r + hit[0]) * 4)
+            shared += run
+            pos_r += hit[0] + run
+            pos_p += hit[1] + run
+            if pos_r >= end_r or pos_r * 4 >= len(ru) or pos_p * 4 >= len(pu):
+                break
+        return shared
 
     # ------------------------------------------------------------------ breakpoints (pairs)
 

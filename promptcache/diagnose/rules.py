@@ -16,12 +16,18 @@ from typing import Any, Mapping
 
 import yaml
 
+#: libyaml's loader when PyYAML was built with it (several times faster), else the pure one.
+YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 from ..errors import ConfigError
 from ..simulate.rules import RULES_DIR
 
-#: The closed set of check kinds a rule may use.
+#: The closed set of check kinds a rule may use. ``template`` rules (template syntax, suppression
+#: bookkeeping, static prefix length, the prefix lockfile) are checked by ``promptcache lint`` only
+#: (:mod:`promptcache.lint.checks`, chosen by ``options.check``); the traffic diagnosis ignores
+#: them, as it ignores any kind it does not handle.
 KINDS = ("value-pattern", "structural-diff", "parameter-diff", "length-threshold", "timing", "key-usage",
-         "breakpoint")
+         "breakpoint", "template")
 SEVERITIES = ("info", "warning", "error")
 RANK = {s: i for i, s in enumerate(SEVERITIES)}
 
@@ -96,7 +102,7 @@ def parse_rule(path: Path) -> Rule:
         ConfigError: naming the file and the bad key or value.
     """
     try:
-        d = yaml.safe_load(path.read_text(encoding="utf-8"))
+        d = yaml.load(path.read_text(encoding="utf-8"), Loader=YAML_LOADER)
     except (OSError, yaml.YAMLError) as e:
         raise ConfigError(f"{path}: {e}") from None
     if not isinstance(d, dict):

@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 from ..errors import BadRecord
 from ..model import Breakpoint, Part
-from .common import blob_digest, require_list, stable_json
+from .common import PARTS, blob_digest, require_list, stable_json
 
 #: Anthropic TTL strings → seconds; "5m" is the default.
 TTL = {"5m": 300, "1h": 3600}
@@ -90,32 +90,14 @@ def parse_anthropic(body: Mapping[str, Any]) -> list[Part]:
     if not isinstance(msgs, list):
         raise BadRecord("'messages' is missing or not a list")
     parts: list[Part] = []
-    for i, tool in enumerate(require_list(body.get("tools"), "tools")):
-        if not isinstance(tool, Mapping):
-            raise BadRecord(f"tools[{i}] is not an object")
-        parts.append(Part("tool", f"tools[{i}]", stable_json(_strip_cc(tool)), None, None, breakpoint_of(tool, f"tools[{i}]")))
+    tools = require_list(body.get("tools"), "tools")
+    if tools:
+        parts.extend(PARTS.get("anthropic-tools", 0, tools, lambda: _tools(tools)))
     system = body.get("system")
-    if isinstance(system, str):
-        if system:
-            parts.append(Part("system", "system", system, "system"))
-    elif isinstance(system, list):
-        for i, b in enumerate(system):
-            if not isinstance(b, Mapping) or not isinstance(b.get("text"), str):
-                raise BadRecord(f"system[{i}] is not a text block")
-            parts.append(Part("system", f"system[{i}]", b["text"], "system", None, breakpoint_of(b, f"system[{i}]")))
-    elif system is not None:
-        raise BadRecord("'system' is neither a string nor a list of blocks")
+    if system is not None:
+        parts.extend(PARTS.get("anthropic-system", 0, system, lambda: _system(system)))
     for i, m in enumerate(msgs):
-        if not isinstance(m, Mapping) or not isinstance(m.get("role"), str):
-            raise BadRecord(f"messages[{i}] has no role")
-        role = m["role"]
-        content = m.get("content")
-        if isinstance(content, str):
-            parts.append(Part("assistant" if role == "assistant" else "user", f"messages[{i}].content", content, role, i))
-        else:
-            blocks = require_list(content, f"messages[{i}].content")
-            for j, block in enumerate(blocks):
-                parts.append(_block_part(block, f"messages[{i}].content[{j}]", role, i))
+        parts.extend(PARTS.get("anthropic", i, m, lambda: _message(i, m)))
     auto = breakpoint_of(body, "request")
     if auto and parts:
         last = parts[-1]
@@ -123,6 +105,39 @@ def parse_anthropic(body: Mapping[str, Any]) -> list[Part]:
             parts[-1] = Part(last.kind, last.path, last.text, last.role, last.message,
                              Breakpoint(auto.ttl_seconds, automatic=True))
     return parts
+
+
+def _tools(tools: list[Any]) -> list[Part]:
+    out = []
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, Mapping):
+            raise BadRecord(f"tools[{i}] is not an object")
+        out.append(Part("tool", f"tools[{i}]", stable_json(_strip_cc(tool)), None, None, breakpoint_of(tool, f"tools[{i}]")))
+    return out
+
+
+def _system(system: Any) -> list[Part]:
+    if isinstance(system, str):
+        return [Part("system", "system", system, "system")] if system else []
+    if not isinstance(system, list):
+        raise BadRecord("'system' is neither a string nor a list of blocks")
+    out = []
+    for i, b in enumerate(system):
+        if not isinstance(b, Mapping) or not isinstance(b.get("text"), str):
+            raise BadRecord(f"system[{i}] is not a text block")
+        out.append(Part("system", f"system[{i}]", b["text"], "system", None, breakpoint_of(b, f"system[{i}]")))
+    return out
+
+
+def _message(i: int, m: Any) -> list[Part]:
+    if not isinstance(m, Mapping) or not isinstance(m.get("role"), str):
+        raise BadRecord(f"messages[{i}] has no role")
+    role = m["role"]
+    content = m.get("content")
+    if isinstance(content, str):
+        return [Part("assistant" if role == "assistant" else "user", f"messages[{i}].content", content, role, i)]
+    blocks = require_list(content, f"messages[{i}].content")
+    return [_block_part(block, f"messages[{i}].content[{j}]", role, i) for j, block in enumerate(blocks)]
 
 
 def params_of(body: Mapping[str, Any]) -> dict[str, Any]:

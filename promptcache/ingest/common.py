@@ -138,7 +138,10 @@ def stable_json(v: Any) -> str:
     Key order is kept on purpose: providers serialize what they receive, so a re-ordered
     schema is a different prefix.
     """
-    return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return orjson.dumps(v).decode()  # compact, key order kept, non-ASCII kept: json.dumps' output
+    except TypeError:  # integers beyond 64 bits, NaN
+        return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
 
 
 def blob_digest(v: Any) -> str:
@@ -158,3 +161,50 @@ def require_list(v: Any, what: str) -> list[Any]:
     if not isinstance(v, list):
         raise BadRecord(f"{what} is not a list")
     return v
+
+
+class PartMemo:
+    """Parts already built for a piece of a request body (a message, the tool list, the system
+    blocks), keyed by its exact JSON and position.
+
+    Agent logs re-send the whole history on every turn; building the same parts again for every
+    request would cost more than everything else the audit does. The memo returns the very same
+    :class:`~promptcache.model.Part` objects, which lets later stages memoize by identity.
+    Memory is bounded (least recently built entries go first).
+
+    Args:
+        budget_bytes: keys (JSON bytes) kept, in bytes.
+    """
+
+    def __init__(self, budget_bytes: int = 192 * 2**20):
+        from collections import OrderedDict
+
+        self.budget = budget_bytes
+        self.size = 0
+        self._d: OrderedDict[tuple[str, int, bytes], tuple[Any, ...]] = OrderedDict()
+
+    def get(self, kind: str, index: int, obj: Any, build: Any) -> tuple[Any, ...]:
+        """The parts of ``obj`` at ``index``; ``build()`` makes them on a miss.
+
+        Raises:
+            BadRecord: whatever ``build`` raises (misses are not cached).
+        """
+        try:
+            raw = orjson.dumps(obj)
+        except TypeError:
+            return tuple(build())
+        key = (kind, index, raw)
+        got = self._d.get(key)
+        if got is not None:
+            return got
+        got = tuple(build())
+        self._d[key] = got
+        self.size += len(raw)
+        while self.size > self.budget and self._d:
+            (_, _, old), _ = self._d.popitem(last=False)
+            self.size -= len(old)
+        return got
+
+
+#: The memo the body readers share (a pure function's cache).
+PARTS = PartMemo()

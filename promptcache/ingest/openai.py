@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 from ..errors import BadRecord
 from ..model import Breakpoint, Part
-from .common import blob_digest, require_list, stable_json
+from .common import PARTS, blob_digest, require_list, stable_json
 
 ROLE_KIND = {
     "system": "system", "developer": "system", "user": "user", "assistant": "assistant",
@@ -81,32 +81,38 @@ def parse_chat(body: Mapping[str, Any]) -> list[Part]:
         raise BadRecord("'messages' is missing or not a list")
     parts: list[Part] = []
     tools = require_list(body.get("tools") or body.get("functions"), "tools")
-    for i, tool in enumerate(tools):
-        parts.append(Part("tool", f"tools[{i}]", stable_json(tool)))
+    if tools:
+        parts.extend(PARTS.get("tools", 0, tools, lambda: [Part("tool", f"tools[{i}]", stable_json(t)) for i, t in enumerate(tools)]))
     for i, m in enumerate(msgs):
-        if not isinstance(m, Mapping):
-            raise BadRecord(f"messages[{i}] is not an object")
-        role = m.get("role")
-        if not isinstance(role, str):
-            raise BadRecord(f"messages[{i}].role is missing")
-        kind = ROLE_KIND.get(role, "user")
-        content = m.get("content")
-        before = len(parts)
-        if isinstance(content, str):
-            parts.append(Part(kind, f"messages[{i}].content", content, role, i))
-        elif isinstance(content, list):
-            for j, block in enumerate(content):
-                parts.append(content_block_part(block, f"messages[{i}].content[{j}]", kind, role, i))
-        elif content is not None:
-            raise BadRecord(f"messages[{i}].content is neither a string nor a list")
-        for k, tc in enumerate(require_list(m.get("tool_calls"), f"messages[{i}].tool_calls")):
-            fn = tc.get("function", tc) if isinstance(tc, Mapping) else {}
-            parts.append(Part("tool_call", f"messages[{i}].tool_calls[{k}]",
-                              stable_json({"name": fn.get("name"), "arguments": fn.get("arguments")}), role, i))
-        if isinstance(m.get("function_call"), Mapping):
-            parts.append(Part("tool_call", f"messages[{i}].function_call", stable_json(m["function_call"]), role, i))
-        if len(parts) == before:  # empty message: still framed
-            parts.append(Part(kind, f"messages[{i}].content", "", role, i))
+        parts.extend(PARTS.get("chat", i, m, lambda: _chat_message(i, m)))
+    return parts
+
+
+def _chat_message(i: int, m: Any) -> list[Part]:
+    """The parts of one Chat Completions message."""
+    if not isinstance(m, Mapping):
+        raise BadRecord(f"messages[{i}] is not an object")
+    role = m.get("role")
+    if not isinstance(role, str):
+        raise BadRecord(f"messages[{i}].role is missing")
+    kind = ROLE_KIND.get(role, "user")
+    content = m.get("content")
+    parts: list[Part] = []
+    if isinstance(content, str):
+        parts.append(Part(kind, f"messages[{i}].content", content, role, i))
+    elif isinstance(content, list):
+        for j, block in enumerate(content):
+            parts.append(content_block_part(block, f"messages[{i}].content[{j}]", kind, role, i))
+    elif content is not None:
+        raise BadRecord(f"messages[{i}].content is neither a string nor a list")
+    for k, tc in enumerate(require_list(m.get("tool_calls"), f"messages[{i}].tool_calls")):
+        fn = tc.get("function", tc) if isinstance(tc, Mapping) else {}
+        parts.append(Part("tool_call", f"messages[{i}].tool_calls[{k}]",
+                          stable_json({"name": fn.get("name"), "arguments": fn.get("arguments")}), role, i))
+    if isinstance(m.get("function_call"), Mapping):
+        parts.append(Part("tool_call", f"messages[{i}].function_call", stable_json(m["function_call"]), role, i))
+    if not parts:  # empty message: still framed
+        parts.append(Part(kind, f"messages[{i}].content", "", role, i))
     return parts
 
 

@@ -15,6 +15,7 @@ provider file (``rules/providers/*.yaml``, key ``render``).
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from dataclasses import dataclass, field
@@ -25,6 +26,8 @@ from ..model import Part, Request, Segment
 from ..tokenize.base import Tokenizer
 
 SECTIONS = ("params", "tools", "system", "messages")
+#: Rendered segments kept per chat format (the oldest half is dropped when full).
+SEGMENT_CACHE = 400_000
 _SPECIAL = re.compile(r"<\|[^|<>\s]+\|>")
 
 
@@ -115,6 +118,22 @@ class FramedFormat:
         self.framing = framing
         self.layout = layout
         self._cache: dict[str, tuple[int, ...]] = {}
+        # Segments already built, by part identity and framing (parts repeat as the same objects,
+        # see ingest.common.PartMemo); the entry keeps its part alive so an id is never reused.
+        self._segs: dict[tuple[int, tuple[int, ...], tuple[int, ...]], tuple[Part, Segment]] = {}
+
+    def _segment(self, p: Part, head: tuple[int, ...], tail: tuple[int, ...], framed: bool) -> Segment:
+        key = (id(p), head, tail)
+        got = self._segs.get(key)
+        if got is not None and got[0] is p:
+            return got[1]
+        seg = Segment(p.path, p.kind, p.text, head, tail, p.breakpoint, p.role if framed else None,
+                      p.message if framed else None)
+        if len(self._segs) >= SEGMENT_CACHE:
+            for k in list(itertools.islice(self._segs, SEGMENT_CACHE // 2)):
+                del self._segs[k]
+        self._segs[key] = (p, seg)
+        return seg
 
     def ids(self, text: str) -> tuple[int, ...]:
         """Token ids of a framing text, special pieces as their ids (memoized)."""
@@ -146,9 +165,9 @@ class FramedFormat:
         for section, parts in sections(req, self.layout):
             if section == "tools":
                 head = self._header(f.tools_role) if f.tools_role else ()
+                last = len(parts) - 1
                 for k, p in enumerate(parts):
-                    segs.append(Segment(p.path, p.kind, p.text, head if k == 0 else (),
-                                        footer if (k == len(parts) - 1 and f.tools_role) else (), p.breakpoint))
+                    segs.append(self._segment(p, head if k == 0 else (), footer if (k == last and f.tools_role) else (), False))
                 continue
             # group consecutive parts of one message (or the system field) under one header
             groups: list[list[Part]] = []
@@ -160,9 +179,9 @@ class FramedFormat:
                     groups.append([p])
             for g in groups:
                 head = self._header(g[0].role or "system")
+                last = len(g) - 1
                 for k, p in enumerate(g):
-                    segs.append(Segment(p.path, p.kind, p.text, head if k == 0 else (),
-                                        footer if k == len(g) - 1 else (), p.breakpoint, p.role, p.message))
+                    segs.append(self._segment(p, head if k == 0 else (), footer if k == last else (), True))
         segs.append(Segment("<generation-prompt>", "frame", "", self.ids(f.generation)))
         return segs
 

@@ -17,6 +17,9 @@ from typing import Any, Mapping
 
 import yaml
 
+#: libyaml's loader when PyYAML was built with it (several times faster), else the pure one.
+YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 from ..errors import ConfigError
 from ..render import FRAMINGS, SECTIONS, Layout
 
@@ -177,7 +180,7 @@ def parse_provider_file(path: Path) -> ProviderFile:
         ConfigError: naming the file and the bad key.
     """
     try:
-        d = yaml.safe_load(path.read_text(encoding="utf-8"))
+        d = yaml.load(path.read_text(encoding="utf-8"), Loader=YAML_LOADER)
     except (OSError, yaml.YAMLError) as e:
         raise ConfigError(f"{path}: {e}") from None
     if not isinstance(d, dict):

@@ -75,13 +75,14 @@ class TokenMemo:
                 missing[k] = t
         if missing:
             todo = list(missing.values())
+            enc = getattr(self.tokenizer, "encode_batch_bytes", None)
             try:
-                encoded = self.tokenizer.encode_batch(todo)
+                encoded = enc(todo) if enc else [ids_to_bytes(e) for e in self.tokenizer.encode_batch(todo)]
             except (UnicodeEncodeError, ValueError, TypeError):
-                encoded = self.tokenizer.encode_batch(
-                    [t.encode("utf-8", "surrogatepass").decode("utf-8", "replace") for t in todo])
+                clean = [t.encode("utf-8", "surrogatepass").decode("utf-8", "replace") for t in todo]
+                encoded = enc(clean) if enc else [ids_to_bytes(e) for e in self.tokenizer.encode_batch(clean)]
             for k, t, e in zip(missing, todo, encoded):
-                ids[k] = ids_to_bytes(e)
+                ids[k] = e
                 self.tokenized_chars += len(t)
         self.misses += len(missing)
         self.hits += len(texts) - len(missing)
