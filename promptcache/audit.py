@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import zlib
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -377,9 +378,13 @@ def _stretches(pipe: _Pipeline, book: PriceBook, top: int) -> list[PrefixStretch
                 found.append(PrefixStretch(f"{pid}/{model}", start, tokens, first.uses, first.hits,
                                            seg_first, seg_last, ref.id, ref.line, ref.path, val, real))
             stack.extend((c, None) for c in kids)
-    found.sort(key=lambda s: (s.value_usd if s.value_usd is not None else Decimal(0),
-                              s.tokens * s.reused_by), reverse=True)
+    found.sort(key=stretch_rank, reverse=True)
     return found[:top]
+
+
+def stretch_rank(s: PrefixStretch) -> tuple[Decimal, int]:
+    """Sort key of shared prefixes: what caching them is worth, then tokens × reuses."""
+    return (s.value_usd if s.value_usd is not None else Decimal(0), s.tokens * s.reused_by)
 
 
 @dataclass(slots=True)
@@ -417,13 +422,14 @@ class Pipeline:
     """
 
     def __init__(self, paths: Sequence[str | Path], opts: AuditOptions | None = None,
-                 requests: Iterable[Request] | None = None):
+                 requests: Iterable[Request] | None = None, partition: tuple[int, int] | None = None):
         self.opts = opts or AuditOptions()
         self.opts.read.model = self.opts.read.model or self.opts.model
         self.state = _Pipeline(self.opts)
         self.inputs = [InputStats(str(p)) for p in paths]
         self.paths = list(paths)
         self.requests = requests
+        self.partition = partition  # (index, count): only the requests of one namespace partition
         self.first_t: float | None = None
         self.last_t: float | None = None
 
@@ -440,6 +446,9 @@ class Pipeline:
             stream = iter(self.requests)
         else:
             stream = merge_by_arrival([read_requests(p, st, self.opts.read) for p, st in zip(self.paths, self.inputs)])
+        if self.partition is not None:
+            k, n = self.partition
+            stream = (r for r in stream if self.partition_of(r, n) == k)
         done = 0
         while True:
             chunk = list(itertools.islice(stream, CHUNK))
@@ -450,6 +459,12 @@ class Pipeline:
             done += len(chunk)
             if progress:
                 progress(done)
+
+    def partition_of(self, req: Request, n: int) -> int:
+        """The partition (of ``n``) of a request: a stable hash of its ideal cache namespace
+        (provider rules and model), so every cache, ideal and simulated, lives in one partition."""
+        pf = self.state.provider_for(req)
+        return zlib.crc32(f"{pf.id}/{req.model or '-'}".encode()) % n
 
     def _simulate(self, req: Request, pf: ProviderFile, ctx: _Context | None, prompt: Prompt) -> Step:
         pipe = self.state
@@ -553,12 +568,39 @@ def audit(paths: Sequence[str | Path], opts: AuditOptions | None = None,
     return run(Pipeline(paths, opts), progress=progress)
 
 
-def run(pipe: Pipeline, *, progress: Callable[[int], None] | None = None,
-        observers: Sequence[Callable[[Step], None]] = (), book: PriceBook | None = None) -> AuditResult:
-    """Run a pipeline to the end and build its :class:`AuditResult`.
+@dataclass
+class Partial:
+    """What one pipeline run produced, before pricing and grouping: the unit a run split by
+    namespace (``--dask``) sends back to be merged.
+
+    Attributes:
+        outcomes: per-request outcomes, in this run's arrival order.
+        candidates: diagnosis instances (``None`` when diagnosis is off).
+        stretches: this run's top shared prefixes.
+        rules: cache rules by namespace.
+        tokenizers: tokenizer name → (exact, note).
+        warnings: one-line warnings.
+        inputs: per-file reading statistics.
+        first_t, last_t: first and last arrival seen.
+    """
+
+    outcomes: list[Outcome]
+    candidates: list[Any] | None
+    stretches: list[PrefixStretch]
+    rules: dict[str, CacheRules]
+    tokenizers: dict[str, tuple[bool, str]]
+    warnings: list[str]
+    inputs: list[InputStats]
+    first_t: float | None
+    last_t: float | None
+
+
+def collect(pipe: Pipeline, *, progress: Callable[[int], None] | None = None,
+            observers: Sequence[Callable[[Step], None]] = (), book: PriceBook | None = None) -> Partial:
+    """Run a pipeline to the end: simulate, diagnose and fill the oracle writes.
 
     Args:
-        pipe: the pipeline (over files or in-memory requests).
+        pipe: the pipeline (over files, in-memory requests, or one partition).
         progress: called with the number of requests done so far.
         observers: called with every :class:`Step` in arrival order (template inference, ...).
         book: prices (default: from the options' prices file).
@@ -578,26 +620,42 @@ def run(pipe: Pipeline, *, progress: Callable[[int], None] | None = None,
         for obs in observers:
             obs(step)
     pipe.finish(outcomes)
-    scen, nss = price(outcomes, pipe.state.ns_rules, book)
     state = pipe.state
-    if book.unknown:
-        state.warn(f"no price for model(s) {', '.join(sorted(book.unknown))}: token counts only for them "
-                   "(add prices with --prices FILE)")
-    missing = sum(st.missing_arrival for st in pipe.inputs)
-    if missing:
-        state.warn(f"{missing} request(s) have no arrival time: audited in file order, TTLs not evaluated for them")
-    for st in pipe.inputs:  # read but not audited: usage-only requests, records that are no LLM call
-        for note in st.notes():
-            state.warn(note)
     tokenizers = {c.tokenizer.name: (c.tokenizer.exact, c.tokenizer.note) for c in state.contexts.values()}
     if outcomes and not state.contexts:
         tokenizers = {"hashed-blocks": (True, "token counts from the trace's input_length")}
-    span = (pipe.last_t - pipe.first_t) if pipe.first_t is not None and pipe.last_t is not None else None
+    return Partial(outcomes, diag.finish_candidates() if diag is not None else None, _stretches(state, book, opts.top),
+                   dict(state.ns_rules), tokenizers, list(state.warnings), pipe.inputs, pipe.first_t, pipe.last_t)
+
+
+def assemble(part: Partial, opts: AuditOptions, book: PriceBook) -> AuditResult:
+    """Price a (merged) :class:`Partial` and build the :class:`AuditResult`."""
+    from .diagnose.findings import aggregate
+
+    scen, nss = price(part.outcomes, part.rules, book)
+    warnings = list(part.warnings)
+    if book.unknown:
+        warnings.append(f"no price for model(s) {', '.join(sorted(book.unknown))}: token counts only for them "
+                        "(add prices with --prices FILE)")
+    missing = sum(st.missing_arrival for st in part.inputs)
+    if missing:
+        warnings.append(f"{missing} request(s) have no arrival time: audited in file order, TTLs not evaluated for them")
+    for st in part.inputs:  # read but not audited: usage-only requests, records that are no LLM call
+        warnings.extend(st.notes())
+    span = (part.last_t - part.first_t) if part.first_t is not None and part.last_t is not None else None
     return AuditResult(
-        inputs=pipe.inputs, outcomes=outcomes, scenarios=scen, namespaces=nss, rules=dict(state.ns_rules),
-        tokenizers=tokenizers, top_prefixes=_stretches(state, book, opts.top), warnings=state.warnings,
+        inputs=part.inputs, outcomes=part.outcomes, scenarios=scen, namespaces=nss, rules=part.rules,
+        tokenizers=part.tokenizers, top_prefixes=part.stretches[:opts.top], warnings=warnings,
         unknown_models=sorted(book.unknown), span_seconds=span,
         prices_source=f"genai-prices {book.genai_version}" + (f" + {opts.prices_file}" if opts.prices_file else ""),
-        findings=diag.finish() if diag is not None else [],
+        findings=aggregate(part.candidates) if part.candidates is not None else [],
         book=book,
     )
+
+
+def run(pipe: Pipeline, *, progress: Callable[[int], None] | None = None,
+        observers: Sequence[Callable[[Step], None]] = (), book: PriceBook | None = None) -> AuditResult:
+    """Run a pipeline to the end and build its :class:`AuditResult` (:func:`collect` then
+    :func:`assemble`)."""
+    book = book or PriceBook(pipe.opts.prices_file)
+    return assemble(collect(pipe, progress=progress, observers=observers, book=book), pipe.opts, book)

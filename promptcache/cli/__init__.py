@@ -43,13 +43,26 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
     """Find, price and fix what breaks LLM prompt caching."""
 
 
+def _dask_default(argv: list[str]) -> list[str]:
+    """``--dask`` takes an optional scheduler address: given alone (last, or before another
+    option or a path), it means a local cluster."""
+    out = list(argv)
+    for i, a in enumerate(out):
+        if a == "--dask":
+            nxt = out[i + 1] if i + 1 < len(out) else None
+            if nxt is None or nxt.startswith("-") or ("://" not in nxt and not nxt.rsplit(":", 1)[-1].isdigit()):
+                out.insert(i + 1, "local")
+            break
+    return out
+
+
 def main() -> None:
     """Console entry point: run the app and map errors to exit codes."""
     from rich.console import Console
 
     err = Console(stderr=True)
     try:
-        rc = app(standalone_mode=False)
+        rc = app(args=_dask_default(sys.argv[1:]), standalone_mode=False)
     except PromptcacheError as e:
         err.print(f"[red]error:[/] {e}", highlight=False, soft_wrap=True)
         sys.exit(int(e.exit_code))

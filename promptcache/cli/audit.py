@@ -43,6 +43,7 @@ def audit_cmd(
     show_text: ShowText = False,
     propose: bool = typer.Option(False, "--propose", help="Infer the templates, propose stable-first versions and re-price them."),
     write_proposed: Optional[Path] = typer.Option(None, "--write-proposed", help="Write the proposed log (implies --propose), in the input's own format."),
+    dask: Optional[str] = typer.Option(None, "--dask", metavar="[SCHEDULER_ADDRESS]", help="Run on Dask, partitioned by cache namespace: a local cluster, or the scheduler at this address (tcp://host:8786)."),
 ) -> int:
     """Simulate each provider's or engine's prompt cache over request logs, price every scenario,
     and say what breaks the cache."""
@@ -56,6 +57,10 @@ def audit_cmd(
         proposed = with_progress("auditing and proposing",
                                  lambda p: run_propose(logs, opts, write=write_proposed, progress=p))
         res = proposed.before
+    elif dask is not None:
+        from ..distributed import audit_dask
+
+        res = audit_dask(logs, opts, scheduler=None if dask == "local" else dask)
     else:
         res = with_progress("auditing", lambda p: audit(logs, opts, progress=p))
     failed = fail_on is not None and any(RANK[f.severity] >= RANK[fail_on.value] for f in res.findings)

@@ -38,8 +38,9 @@ from .findings import Candidate, Finding, aggregate
 from .redact import excerpt, redact
 from .rules import Rule, load_rules
 
-#: Requests kept in memory to serve as predecessors (their text and tokens).
-RECENT = 4096
+#: Requests kept in memory per model to serve as predecessors (their text and tokens). Per
+#: model, so a run split by namespace (``--dask``) keeps exactly what a single run keeps.
+RECENT = 1024
 
 
 @dataclass
@@ -148,7 +149,7 @@ class Diagnoser:
             self.by_kind.setdefault(r.kind, []).append(r)
         self.show = show_text
         self.cands: list[Candidate] = []
-        self.recent: OrderedDict[int, tuple[Request, Prompt, _Context | None]] = OrderedDict()
+        self.recent: dict[str, OrderedDict[int, tuple[Request, Prompt, _Context | None]]] = {}
         self.session_last: dict[tuple[str, str], int] = {}
         self.latest: dict[str, int] = {}
         self._buf: list[Candidate] = self.cands
@@ -211,10 +212,11 @@ class Diagnoser:
             preds.append((o.diverged_from, False))
         self.latest[ideal_ns] = o.index
         best: list[Candidate] = []
+        recent = self.recent.setdefault(ideal_ns, OrderedDict())
         if step.context is not None and step.prompt.segments:
             best_lost = -1
             for pred, family in preds:
-                got = self.recent.get(pred)
+                got = recent.get(pred)
                 if got is None or got[2] is not step.context:
                     continue
                 self._buf = []
@@ -222,9 +224,9 @@ class Diagnoser:
                 lost = sum(c.tokens_lost for c in self._buf)
                 if lost > best_lost:
                     best, best_lost = self._buf, lost
-            self.recent[o.index] = (r, step.prompt, step.context)
-            if len(self.recent) > RECENT:
-                self.recent.popitem(last=False)
+            recent[o.index] = (r, step.prompt, step.context)
+            if len(recent) > RECENT:
+                recent.popitem(last=False)
         self._buf = self.cands
         self.cands.extend(best)
         explained = any(c.rule.kind in ("value-pattern", "structural-diff", "parameter-diff") for c in best)
@@ -235,9 +237,14 @@ class Diagnoser:
 
     def finish(self) -> list[Finding]:
         """Aggregate everything seen into ranked findings."""
+        return aggregate(self.finish_candidates())
+
+    def finish_candidates(self) -> list[Candidate]:
+        """Every cause instance once the stream has ended (before grouping): what a run split
+        by namespace sends back to be merged."""
         self._finish_keys()
         self._finish_shadow()
-        return aggregate(self.cands)
+        return self.cands
 
     # ------------------------------------------------------------------ pair analysis
 
