@@ -31,8 +31,18 @@ def scenario_record(t: ScenarioTotals) -> dict[str, Any]:
     }
 
 
-def audit_record(res: AuditResult, *, include_requests: bool = True) -> dict[str, Any]:
-    """The whole audit as plain JSON-able data (schema ``promptcache.audit/v1``)."""
+def audit_record(res: AuditResult, *, include_requests: bool = True, detail: bool = False) -> dict[str, Any]:
+    """The whole audit as plain JSON-able data (schema ``promptcache.audit/v1``).
+
+    Args:
+        res: the audit.
+        include_requests: add the per-request array.
+        detail: also add what the HTML, Markdown and table reports draw: ``series`` (the time
+            series of :func:`~promptcache.report.series.time_series`) and, per request,
+            ``index``, ``provider``, ``output_tokens`` and ``cost_usd`` (USD per scenario,
+            ``None`` when unpriced), and ``summary.savings_usd.left_on_table_per_day`` (at the
+            log's rate; ``None`` for spans under a minute). ``--format json`` leaves them out.
+    """
     sc = {name: scenario_record(t) for name, t in res.scenarios.items() if name != "reported" or t.requests}
     sim, nc, ideal = res.scenarios["simulated"], res.scenarios["no_cache"], res.scenarios["ideal"]
     summary: dict[str, Any] = {
@@ -73,8 +83,24 @@ def audit_record(res: AuditResult, *, include_requests: bool = True) -> dict[str
         "warnings": res.warnings,
         "findings": [f.to_record() if hasattr(f, "to_record") else f for f in res.findings],
     }
+    costs = None
+    if detail:
+        from .series import per_request_costs, time_series
+
+        costs = per_request_costs(res)
+        rec["series"] = time_series(res, costs=costs)
+        span = res.span_seconds
+        summary["savings_usd"]["left_on_table_per_day"] = (
+            money((sim.cost - ideal.cost) * Decimal(86400) / Decimal(str(span)))
+            if sim.cost is not None and ideal.cost is not None and span and span >= 60 else None)
     if include_requests:
         rec["requests"] = [_request(o) for o in res.outcomes]
+        if costs is not None:
+            for r, o, c in zip(rec["requests"], res.outcomes, costs):
+                r["index"] = o.index
+                r["provider"] = o.provider
+                r["output_tokens"] = o.output_tokens
+                r["cost_usd"] = {s: (None if v[3] is None else float(round(v[3], 9))) for s, v in c.items()}
     return rec
 
 

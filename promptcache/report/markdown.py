@@ -1,0 +1,108 @@
+"""The Markdown report: a compact GitHub-flavoured summary for pull-request comments, rendered
+from the audit record and, when there are any, the proposals record.
+
+Log-derived text (paths, segments, models, messages, evidence, fixes) goes through :func:`md`,
+so a value cannot break a table, open a code span, inject HTML or mention a user.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Sequence
+
+from .html import pct, usd
+
+LABELS = {"no_cache": "no cache", "reported": "reported (log usage)", "simulated": "simulated rules",
+          "ideal": "ideal (unbounded, no minimum)"}
+_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+
+
+def md(v: Any, width: int | None = None) -> str:
+    """Escape a value for Markdown text and table cells: backslash-escapes Markdown
+    punctuation (``|``, backticks, ``*``, ``_``, brackets ...), turns ``<``/``&`` into entities,
+    line breaks into ``⏎``, and ``@`` into ``@`` + zero-width space (no mentions). Long text is
+    cut to ``width`` characters."""
+    if v is None:
+        return ""
+    s = str(v).replace("\r\n", "\n").replace("\r", "\n").replace("\n", "⏎")
+    if width is not None and len(s) > width:
+        s = s[:width - 1] + "…"
+    s = s.replace("&", "&amp;").replace("<", "&lt;")
+    s = _SPECIAL.sub(r"\\\1", s)
+    return s.replace("@", "@\u200b")
+
+
+def render_markdown(rec: dict[str, Any], proposals: Sequence[dict[str, Any]] | None = None, *,
+                    after: dict[str, Any] | None = None, findings: int = 5) -> str:
+    """The summary: scenarios, savings, the top findings with location and fix, proposals.
+
+    Args:
+        rec: the audit record (``audit_record``; ``detail`` adds the per-day figure).
+        proposals: ``proposals_record(...)``, or ``None`` when proposals were not asked for.
+        after: scenario records of the proposed log.
+        findings: how many findings to list.
+
+    Returns:
+        Markdown text ending in a newline.
+    """
+    s = rec["summary"]
+    sc = s["scenarios"]
+    files = ", ".join(md(Path(st["path"]).name) for st in rec["inputs"])
+    out = [f"### promptcache audit: {files}", ""]
+    tok = s["tokenizer"]
+    skipped = sum(st["skipped_lines"] for st in rec["inputs"])
+    out.append(f"{s['requests']:,} requests, {s['prompt_tokens']:,} prompt tokens; tokenizer {md(tok['name'] or '-')} "
+               f"({'exact' if tok['exact'] else 'approximate'})" + (f"; {skipped:,} malformed line(s) skipped" if skipped else "")
+               + ".")
+    out += ["", "| scenario | cached tokens | hit ratio | cache writes | cost |", "|---|--:|--:|--:|--:|"]
+    for n in ("no_cache", "reported", "simulated", "ideal"):
+        if n in sc:
+            v = sc[n]
+            out.append(f"| {LABELS[n]} | {v['cached_tokens']:,} | {pct(v['hit_ratio'])} | {v['cache_write_tokens']:,} | "
+                       f"{usd(v['cost_usd'])} |")
+    sav = s["savings_usd"]
+    out.append("")
+    if sav["simulated_vs_no_cache"] is not None:
+        per_day = sav.get("left_on_table_per_day")
+        out.append(f"Caching saves **{usd(sav['simulated_vs_no_cache'])}** against no cache; "
+                   f"**{usd(sav['left_on_table'])}** is left on the table"
+                   + (f" (≈ {usd(per_day)}/day at this log's rate)" if per_day is not None else "")
+                   + " — the gap between the simulated rules and an ideal cache.")
+    else:
+        out.append("No prices for these models: token counts only.")
+    fs = rec.get("findings") or []
+    out += ["", f"#### What breaks the cache ({len(fs)} finding{'s' if len(fs) != 1 else ''})", ""]
+    if fs:
+        out += ["| # | rule | where | lost | fix |", "|--:|---|---|--:|---|"]
+        for k, f in enumerate(fs[:findings], 1):
+            loc = f["location"]
+            where = f"{md(Path(loc['path']).name)}:{loc['line']}"
+            if loc.get("segment"):
+                where += f" {md(loc['segment'])}"
+                if loc.get("char_offset") is not None:
+                    where += f" @ char {loc['char_offset']:,}"
+            lost = f"{f['tokens_lost']:,} tokens, {usd(f['cost_usd_lost'])}"
+            out.append(f"| {k} | **{md(f['code'])}** {md(f['rule'])} ({md(f['severity'])}): {md(f['message'], 200)} | "
+                       f"{where} | {lost} | {md(f['fix']['description'], 160)} |")
+        if len(fs) > findings:
+            out.append(f"\n… {len(fs) - findings} more in the full report.")
+    else:
+        out.append("No cache-breaking causes found.")
+    if proposals is not None:
+        out += ["", "#### Proposals", ""]
+        if not proposals:
+            out.append("No proposals: the templates already keep their stable content first.")
+        else:
+            out += ["| template | requests | changes | hit ratio | cost | saves |", "|---|--:|---|--:|--:|--:|"]
+            for p in proposals:
+                b, a = p["before"]["simulated"], p["after"]["simulated"]
+                kinds = ", ".join(md(c["kind"]) + ("" if c["applied"] else " (advice)") for c in p["changes"])
+                out.append(f"| {md(p['template_id'])} | {p['requests']:,} | {kinds} | {pct(b['hit_ratio'])} → "
+                           f"{pct(a['hit_ratio'])} | {usd(b['cost_usd'])} → {usd(a['cost_usd'])} | {usd(p['savings_usd'])} |")
+            if after is not None:
+                b, a = sc["simulated"], after["simulated"]
+                out.append(f"\nAll traffic: hit ratio {pct(b['hit_ratio'])} → {pct(a['hit_ratio'])}, "
+                           f"cost {usd(b['cost_usd'])} → {usd(a['cost_usd'])}.")
+    out += ["", f"<sub>{md(s.get('upper_bound_note', '')).capitalize()}. Prices: {md(s.get('prices'))}.</sub>", ""]
+    return "\n".join(out)
