@@ -12,7 +12,7 @@ import typer
 
 from ..audit import audit
 from ..diagnose.rules import RANK
-from ..errors import ExitCode
+from ..errors import ConfigError, ExitCode
 from .common import (BlockSize, CacheModel, Capacity, HashBlock, InputFormat, Logs, Model, Prices, Severity,
                      ShowText, Strict, TokenizerOpt, TTL, audit_options, report_console, with_progress)
 from .output import emit
@@ -21,6 +21,16 @@ from .output import emit
 class Format(str, Enum):
     text = "text"
     json = "json"
+    html = "html"
+    markdown = "markdown"
+    csv = "csv"
+    parquet = "parquet"
+
+
+class Table(str, Enum):
+    requests = "requests"
+    findings = "findings"
+    proposals = "proposals"
 
 
 def audit_cmd(
@@ -35,8 +45,12 @@ def audit_cmd(
     prices: Prices = None,
     model: Model = None,
     strict: Strict = False,
-    fmt: Format = typer.Option(Format.text, "--format", "-f", help="Report format."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the JSON report to this file (the terminal still gets the text report)."),
+    fmt: Format = typer.Option(Format.text, "--format", "-f", help="Report format: text, json, html (one self-contained "
+                               "file with charts), markdown (for pull-request comments), csv or parquet (a table, see --table)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the --format report to this file (JSON with "
+                                          "--format text); the terminal still gets the text report. Required for parquet."),
+    table: Table = typer.Option(Table.requests, "--table", help="Table for --format csv/parquet: one row per request, "
+                                "finding, or proposal (proposals implies --propose)."),
     top: int = typer.Option(5, "--top", help="How many shared prefixes to rank."),
     no_requests: bool = typer.Option(False, "--no-requests", help="Leave the per-request array out of the JSON."),
     fail_on: Optional[Severity] = typer.Option(None, "--fail-on", help="Exit 1 when a finding at or above this severity is found."),
@@ -47,6 +61,10 @@ def audit_cmd(
 ) -> int:
     """Simulate each provider's or engine's prompt cache over request logs, price every scenario,
     and say what breaks the cache."""
+    if fmt is Format.parquet and output is None:
+        raise ConfigError("--format parquet writes a binary file: give it --output FILE")
+    if fmt in (Format.csv, Format.parquet) and table is Table.proposals:
+        propose = True
     opts = audit_options(cache_model=cache_model, tokenizer=tokenizer, ttl=ttl, capacity_tokens=capacity_tokens,
                          block_size=block_size, prices=prices, model=model, input_format=input_format,
                          hash_block_size=hash_block_size, strict=strict, show_text=show_text, top=top)
@@ -65,7 +83,13 @@ def audit_cmd(
         res = with_progress("auditing", lambda p: audit(logs, opts, progress=p))
     failed = fail_on is not None and any(RANK[f.severity] >= RANK[fail_on.value] for f in res.findings)
     code = int(ExitCode.FINDINGS) if failed else 0
-    if fmt is Format.json or output is not None:
+    if fmt in (Format.html, Format.markdown, Format.csv, Format.parquet):
+        from ..report.formats import emit_report
+
+        emit_report(fmt.value, res, proposed, output, table=table.value)
+        if output is None:
+            return code
+    elif fmt is Format.json or output is not None:
         from ..report.audit_records import audit_record, proposals_record, scenario_record
 
         rec = audit_record(res, include_requests=not no_requests)

@@ -10,6 +10,7 @@ from typing import Optional
 
 import typer
 
+from ..errors import ConfigError
 from .common import (BlockSize, CacheModel, Capacity, HashBlock, InputFormat, Logs, Model, Prices, ShowText,
                      Strict, TokenizerOpt, TTL, audit_options, report_console, with_progress)
 from .output import emit
@@ -18,6 +19,16 @@ from .output import emit
 class Format(str, Enum):
     text = "text"
     json = "json"
+    html = "html"
+    markdown = "markdown"
+    csv = "csv"
+    parquet = "parquet"
+
+
+class Table(str, Enum):
+    proposals = "proposals"
+    requests = "requests"
+    findings = "findings"
 
 
 def propose_cmd(
@@ -34,17 +45,29 @@ def propose_cmd(
     strict: Strict = False,
     show_text: ShowText = False,
     write_proposed: Optional[Path] = typer.Option(None, "--write-proposed", help="Write the proposed log here, in the input's own format."),
-    fmt: Format = typer.Option(Format.text, "--format", "-f", help="Report format."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the JSON report to this file."),
+    fmt: Format = typer.Option(Format.text, "--format", "-f", help="Report format: text, json, html, markdown, csv or "
+                               "parquet (a table, see --table)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the --format report to this file (JSON with "
+                                          "--format text). Required for parquet."),
+    table: Table = typer.Option(Table.proposals, "--table", help="Table for --format csv/parquet: one row per proposal, "
+                                "or per request / finding of the log as it is."),
 ) -> int:
     """Propose stable-first templates, apply them to every logged request and re-price them."""
     from ..propose.engine import propose
 
+    if fmt is Format.parquet and output is None:
+        raise ConfigError("--format parquet writes a binary file: give it --output FILE")
     opts = audit_options(cache_model=cache_model, tokenizer=tokenizer, ttl=ttl, capacity_tokens=capacity_tokens,
                          block_size=block_size, prices=prices, model=model, input_format=input_format,
                          hash_block_size=hash_block_size, strict=strict, show_text=show_text)
     res = with_progress("proposing", lambda p: propose(logs, opts, write=write_proposed, progress=p))
-    if fmt is Format.json or output is not None:
+    if fmt in (Format.html, Format.markdown, Format.csv, Format.parquet):
+        from ..report.formats import emit_report
+
+        emit_report(fmt.value, res.before, res, output, table=table.value)
+        if output is None:
+            return 0
+    elif fmt is Format.json or output is not None:
         from ..report.audit_records import proposals_record, scenario_record
 
         rec = {"schema": "promptcache.propose/v1",
