@@ -103,11 +103,13 @@ class HashedPrompt:
             and including that block.
         block_tokens: tokens per block (512 for Mooncake, 16 for Bailian).
         input_tokens: prompt length in tokens; the last block may be partial.
+        output_tokens: the trace's ``output_length`` (0 when absent).
     """
 
     block_ids: tuple[int, ...]
     block_tokens: int
     input_tokens: int
+    output_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,7 +61,8 @@ def parse_hashed(rec: Mapping[str, Any], block_tokens: int, seconds_per_unit: fl
             f"{len(ids)} hash_ids for input_length {n} at {block_tokens} tokens per block "
             f"(expected {expected}); set the trace's block size with --hash-block-size")
     out = rec.get("output_length", 0)
-    return HashedPrompt(tuple(ids), block_tokens, n), ts * seconds_per_unit, int(out) if isinstance(out, (int, float)) else 0
+    out = int(out) if isinstance(out, (int, float)) else 0
+    return HashedPrompt(tuple(ids), block_tokens, n, out), ts * seconds_per_unit, out
 
 
 def looks_bailian(rec: Mapping[str, Any]) -> bool:

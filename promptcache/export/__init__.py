@@ -1,0 +1,1 @@
+"""Anonymised, replayable traces of a log's traffic shape (``promptcache export``)."""
