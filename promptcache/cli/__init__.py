@@ -14,6 +14,7 @@ import typer
 from .. import __version__
 from ..errors import ExitCode, PromptcacheError
 from . import audit as _audit
+from . import export as _export
 from . import kv as _kv
 from . import propose as _propose
 from . import replay as _replay
@@ -26,6 +27,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.command("audit")(_audit.audit_cmd)
+app.command("export")(_export.export_cmd)
 app.command("kv")(_kv.kv_cmd)
 app.command("propose")(_propose.propose_cmd)
 app.command("replay")(_replay.replay_cmd)
