@@ -15,6 +15,9 @@ from .. import __version__
 from ..errors import ExitCode, PromptcacheError
 from . import audit as _audit
 from . import export as _export
+from . import lint as _lint
+from . import lock as _lock
+from . import rules as _rules
 from . import kv as _kv
 from . import propose as _propose
 from . import replay as _replay
@@ -28,6 +31,9 @@ app = typer.Typer(
 )
 app.command("audit")(_audit.audit_cmd)
 app.command("export")(_export.export_cmd)
+app.command("lint")(_lint.lint_cmd)
+app.command("lock")(_lock.lock_cmd)
+app.add_typer(_rules.app, name="rules")
 app.command("kv")(_kv.kv_cmd)
 app.command("propose")(_propose.propose_cmd)
 app.command("replay")(_replay.replay_cmd)

@@ -1,0 +1,33 @@
+"""``promptcache lock PATHS...``: record each prompt's stable prefix in the lockfile."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+from ..errors import ExitCode
+from .output import write_atomic
+
+
+def lock_cmd(
+    paths: Optional[list[Path]] = typer.Argument(None, help="Template files and directories (default: the current directory).", show_default=False),
+    lockfile: Optional[Path] = typer.Option(None, "--lockfile", help="Where to write (default: promptcache-lock.json beside the config file, or here)."),
+    config: Optional[Path] = typer.Option(None, "--config", help="Use this config file instead of discovering one."),
+    provider: Optional[str] = typer.Option(None, "--provider", help="Cache rules for prompts that name no model."),
+    model: Optional[str] = typer.Option(None, "--model", help="Model for prompts that name none."),
+    tokenizer: Optional[str] = typer.Option(None, "--tokenizer", help="o200k_base, cl100k_base, approx, or a tokenizer path."),
+) -> int:
+    """Write each prompt's stable-prefix token count and hash, per breakpoint, to the lockfile; `lint` then fails when a change shrinks a stable prefix or moves a breakpoint."""
+    from ..lint import LintOptions, lock_paths
+    from ..lint.lockfile import render
+
+    overrides = {k: v for k, v in (("provider", provider), ("model", model), ("tokenizer", tokenizer)) if v is not None}
+    path, entries = lock_paths(paths or [Path(".")], LintOptions(config=config, overrides=overrides),
+                               lockfile.resolve() if lockfile else None)
+    write_atomic(path, render(entries))
+    Console(stderr=True).print(f"wrote {path} ({len(entries)} prompt{'s' if len(entries) != 1 else ''})",
+                               highlight=False)
+    return int(ExitCode.OK)

@@ -1,0 +1,317 @@
+"""The checks lint runs on parsed prompts, and which rules they implement.
+
+| rules | what lint checks |
+|---|---|
+| ``value-pattern`` rules with ``template_patterns`` (PC101-PC108) | a slot in the cacheable region whose source, expression or assigned value matches the rule's ``template_patterns``, with at least ``min_tokens_lost`` (default 16) static tokens after it |
+| ``tools-reordered``, ``json-key-order``, ``documents-reordered`` | code patterns the Python parser reports on what flows into prompts and tool lists |
+| ``breakpoint`` rules ``volatile-block`` and ``too-many`` | Anthropic ``cache_control`` markers visible in bodies and SDK calls |
+| ``template`` rules | by ``options.check``: ``syntax``, ``invalid-suppression``, ``static-prefix``, ``breakpoint-minimum``, ``prefix-shrunk``, ``breakpoint-moved``, ``unused-suppression`` |
+
+The *cacheable region* of a prompt is everything but its final user message (a lone template
+is all region). Token counts are the provider tokenizer's counts of static text, each run of
+static text between slots tokenized on its own, chat framing excluded; prompts whose source
+names no model use the configured provider and model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Sequence
+
+from ..diagnose.rules import Rule
+from ..simulate.rules import CacheRules, provider as provider_file
+from ..tokenize import Tokenizer, resolve_tokenizer
+from .config import Settings
+from .model import Doc, LintFinding, Parsed, Part, Piece, Slot, Span
+
+#: Static tokens after a volatile slot below which a finding is not worth reporting.
+DEFAULT_MIN_TOKENS_AT_RISK = 16
+#: Checks of the ``template`` kind lint implements.
+TEMPLATE_CHECKS = ("syntax", "invalid-suppression", "static-prefix", "breakpoint-minimum", "prefix-shrunk",
+                   "breakpoint-moved", "unused-suppression")
+CODE_RULES = ("tools-reordered", "json-key-order", "documents-reordered")
+
+
+def lint_capable(rule: Rule) -> bool:
+    """Whether lint implements the rule (the rest apply to traffic only)."""
+    if rule.kind == "template":
+        return rule.options.get("check") in TEMPLATE_CHECKS
+    if rule.kind == "value-pattern":
+        return bool(rule.options.get("template_patterns"))
+    if rule.kind == "breakpoint":
+        return rule.options.get("check") in ("volatile-block", "too-many")
+    return rule.id in CODE_RULES
+
+
+def message_of(rule: Rule, values: dict[str, Any]) -> str:
+    """The rule's lint message (``options.template_message``, else ``message``), filled."""
+    class Safe(dict):
+        def __missing__(self, k: str) -> str:
+            return "{" + k + "}"
+    fmt = {k: (f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else v) for k, v in values.items()}
+    return str(rule.options.get("template_message") or rule.message).format_map(Safe(fmt))
+
+
+def finding(rule: Rule, span: Span, match: str, values: dict[str, Any], *, doc: str | None = None,
+            part: str | None = None, edits: tuple = (), token_index: int | None = None,
+            tokens_at_risk: int | None = None) -> LintFinding:
+    """A finding of ``rule`` (message, severity and fix from the rule file)."""
+    vals = dict(values, match=match)
+    if token_index is not None:
+        vals.setdefault("token_index", token_index)
+    if tokens_at_risk is not None:
+        vals.setdefault("tokens_at_risk", tokens_at_risk)
+    return LintFinding(rule.id, rule.code, rule.severity, message_of(rule, vals), span, doc, part, match,
+                       str(rule.fix.get("description", "")), str(rule.fix.get("safety", "unsafe")), tuple(edits),
+                       token_index, tokens_at_risk, values=vals)
+
+
+# ------------------------------------------------------------------------------ token counting
+
+@lru_cache(maxsize=16)
+def _tokenizer(spec: str | None, default: str | None, model: str | None) -> Tokenizer:
+    return resolve_tokenizer(spec, default=default, model=model)  # type: ignore[return-value]
+
+
+@dataclass
+class Target:
+    """The cache rules and tokenizer a prompt is judged by."""
+
+    provider: str
+    model: str | None
+    rules: CacheRules
+    tokenizer: Tokenizer
+    _memo: dict[str, int] = field(default_factory=dict)
+
+    def count(self, text: str) -> int:
+        """Tokens of ``text`` (memoized)."""
+        if not text:
+            return 0
+        n = self._memo.get(text)
+        if n is None:
+            n = len(self.tokenizer.encode_batch([text])[0])
+            self._memo[text] = n
+        return n
+
+
+_TARGETS: dict[tuple[str, str | None, str | None], Target] = {}
+
+
+def target_for(doc: Doc, settings: Settings) -> Target:
+    """Provider, model, rules and tokenizer for a prompt: the model its source names, else the
+    configured one; the provider the source implies, else the model's, else the configured one
+    (default ``openai``)."""
+    from ..ingest.common import provider_for_model
+
+    model = doc.model or settings.model
+    prov = doc.provider or provider_for_model(model) or settings.provider or "openai"
+    if doc.model is None and doc.provider is None and settings.provider:
+        prov = settings.provider
+    key = (prov, model, settings.tokenizer)
+    t = _TARGETS.get(key)
+    if t is None:
+        pf = provider_file(prov)
+        t = Target(prov, model, pf.rules_for(model), _tokenizer(settings.tokenizer, pf.tokenizer, model))
+        _TARGETS[key] = t
+    return t
+
+
+# ------------------------------------------------------------------------------ prompt metrics
+
+@dataclass
+class Item:
+    """One piece of a prompt with its part, and the tokens of its static run."""
+
+    part: int
+    piece: Piece
+    tokens: int = 0
+
+
+@dataclass
+class Metrics:
+    """Token facts about one prompt.
+
+    Attributes:
+        items: pieces in order (all parts) with static-run token counts (runs merged per part).
+        region_end: items before this index are the cacheable region.
+        stable_text: static text before the first slot (parts joined by U+001E).
+        stable_tokens: its tokens; ``stable_exact`` is False when an opaque piece precedes.
+        first_slot: index in ``items`` of the first slot, or ``None``.
+    """
+
+    items: list[Item]
+    region_end: int
+    stable_text: str
+    stable_tokens: int
+    stable_exact: bool
+    first_slot: int | None
+
+
+def region_parts(doc: Doc) -> int:
+    """Number of leading parts in the cacheable region (all but the final user message)."""
+    n = len(doc.parts)
+    if n <= 1:
+        return n
+    k = n
+    while k > 0 and doc.parts[k - 1].role == "user":
+        k -= 1
+    return k if k > 0 else n
+
+
+def metrics(doc: Doc, target: Target) -> Metrics:
+    """Items, region and stable prefix of a prompt."""
+    items: list[Item] = []
+    for pi, part in enumerate(doc.parts):
+        for pc in part.pieces:
+            if pc.kind == "static" and items and items[-1].part == pi and items[-1].piece.kind == "static":
+                prev = items[-1].piece
+                items[-1] = Item(pi, Piece("static", prev.text + pc.text, span=prev.span))
+            else:
+                items.append(Item(pi, pc))
+    for it in items:
+        if it.piece.kind == "static":
+            it.tokens = target.count(it.piece.text)
+    nreg = region_parts(doc)
+    region_end = next((k for k, it in enumerate(items) if it.part >= nreg), len(items))
+    first_slot = next((k for k, it in enumerate(items) if it.piece.kind == "slot"), None)
+    stop = first_slot if first_slot is not None else len(items)
+    texts, last_part = [], None
+    for it in items[:stop]:
+        if it.piece.kind == "static":
+            texts.append(("\x1e" if last_part is not None and it.part != last_part else "") + it.piece.text)
+            last_part = it.part
+    stable_exact = not any(it.piece.kind == "opaque" for it in items[:stop])
+    return Metrics(items, region_end, "".join(texts), sum(it.tokens for it in items[:stop]), stable_exact, first_slot)
+
+
+def sha256(text: str) -> str:
+    """Hex SHA-256 of a text's UTF-8 bytes."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def breakpoints(doc: Doc, m: Metrics) -> list[dict[str, Any]]:
+    """Each ``cache_control`` marker: its part, the static tokens up to the end of that part
+    (``exact`` when no slot or opaque piece comes before), and the hash of that stable text."""
+    out = []
+    for pi, part in enumerate(doc.parts):
+        if part.breakpoint is None:
+            continue
+        upto = [it for it in m.items if it.part <= pi]
+        stop = next((k for k, it in enumerate(upto) if it.piece.kind != "static"), len(upto))
+        exact = stop == len(upto)
+        text = "\x1e".join("".join(it.piece.text for it in upto[:stop] if it.part == q)
+                           for q in sorted({it.part for it in upto[:stop]}))
+        out.append({"part": part.name, "index": pi, "span": part.breakpoint, "exact": exact,
+                    "tokens": sum(it.tokens for it in upto[:stop]), "sha256": sha256(text)})
+    return out
+
+
+# ------------------------------------------------------------------------------ the checks
+
+def _matches(rule: Rule, slot: Slot) -> bool:
+    pats = rule.patterns("template_patterns")
+    return any(p.search(probe) for p in pats for probe in slot.probes)
+
+
+def check_doc(doc: Doc, rules: Sequence[Rule], settings: Settings) -> list[LintFinding]:
+    """Findings on one prompt: volatile or per-user slots in the cacheable region, a short
+    static prefix, and statically visible breakpoint mistakes."""
+    target = target_for(doc, settings)
+    m = metrics(doc, target)
+    by_check = {r.options.get("check"): r for r in rules if r.kind in ("template", "breakpoint")}
+    values = [r for r in rules if r.kind == "value-pattern" and r.options.get("template_patterns")]
+    out: list[LintFinding] = []
+    region = m.items[:m.region_end]
+    total_static = sum(it.tokens for it in region)
+    flagged: set[int] = set()
+    seen_tokens = 0
+    exact = True
+    for k, it in enumerate(region):
+        if it.piece.kind == "static":
+            seen_tokens += it.tokens
+            continue
+        if it.piece.kind == "opaque":
+            exact = False
+            continue
+        slot = it.piece.slot
+        assert slot is not None
+        rule = next((r for r in values if _matches(r, slot)), None)
+        if rule is None:
+            continue
+        after = sum(x.tokens for x in region[k + 1:])
+        if after < int(rule.options.get("min_tokens_lost", DEFAULT_MIN_TOKENS_AT_RISK)):
+            continue
+        flagged.add(k)
+        part = doc.parts[it.part]
+        out.append(finding(rule, slot.span, slot.source, {"part": part.name, "model": target.model or target.provider,
+                                                          "approx": "" if exact else "≥ "},
+                           doc=doc.name, part=part.name, token_index=seen_tokens, tokens_at_risk=after))
+    rule = by_check.get("static-prefix")
+    fs = m.first_slot
+    if rule is not None and fs is not None and fs < m.region_end and fs not in flagged and m.stable_exact:
+        mt = target.rules.min_tokens
+        if m.stable_tokens < mt <= total_static:
+            slot = m.items[fs].piece.slot
+            assert slot is not None
+            part = doc.parts[m.items[fs].part]
+            out.append(finding(rule, slot.span, slot.source,
+                               {"part": part.name, "prefix_tokens": m.stable_tokens, "min_tokens": mt,
+                                "static_tokens": total_static, "model": target.model or f"{target.provider} (default)"},
+                               doc=doc.name, part=part.name, token_index=m.stable_tokens,
+                               tokens_at_risk=total_static - m.stable_tokens))
+    if target.rules.mode == "breakpoints":
+        out += _breakpoint_checks(doc, m, target, by_check, values)
+    return out
+
+
+def _breakpoint_checks(doc: Doc, m: Metrics, target: Target, by_check: dict[str, Rule],
+                       values: list[Rule]) -> list[LintFinding]:
+    out: list[LintFinding] = []
+    bps = breakpoints(doc, m)
+    limit = target.rules.max_breakpoints
+    total = len(bps) + (1 if doc.automatic_breakpoint is not None else 0)
+    rule = by_check.get("too-many")
+    if rule is not None and limit is not None and total > limit and len(bps) > limit:
+        over = bps[limit]
+        out.append(finding(rule, over["span"], "cache_control", {"breakpoints": total, "limit": limit,
+                                                                 "part": over["part"], "requests": "every"},
+                           doc=doc.name, part=over["part"]))
+    rule = by_check.get("volatile-block")
+    volatile = [r for r in values if r.id != "user-data-before-shared"]
+    if rule is not None and bps:
+        first = bps[0]
+        part = doc.parts[first["index"]]
+        hit = next((pc.slot for pc in part.pieces if pc.kind == "slot" and pc.slot is not None
+                    and any(_matches(r, pc.slot) for r in volatile)), None)
+        if hit is not None:
+            before = sum(it.tokens for it in m.items if it.part < first["index"])
+            out.append(finding(rule, first["span"], "cache_control",
+                               {"segment": part.name, "part": part.name, "value": hit.source,
+                                "stable_tokens_before": before, "tokens_lost": before, "requests": "every"},
+                               doc=doc.name, part=part.name, token_index=before))
+    rule = by_check.get("breakpoint-minimum")
+    if rule is not None:
+        mt = target.rules.min_tokens
+        for bp in bps:
+            if bp["exact"] and bp["tokens"] < mt:
+                out.append(finding(rule, bp["span"], "cache_control",
+                                   {"part": bp["part"], "prefix_tokens": bp["tokens"], "min_tokens": mt,
+                                    "model": target.model or f"{target.provider} (default)"},
+                                   doc=doc.name, part=bp["part"], token_index=bp["tokens"]))
+    return out
+
+
+def check_parsed(parsed: Parsed, rules: Sequence[Rule], settings: Settings) -> list[LintFinding]:
+    """Every finding on one parsed file, before suppression and selection."""
+    by_id = {r.id: r for r in rules}
+    out: list[LintFinding] = []
+    for issue in parsed.issues:
+        rule = by_id.get(issue.rule)
+        if rule is None:
+            continue
+        out.append(finding(rule, issue.span, issue.match, issue.values, edits=issue.edits))
+    for doc in parsed.docs:
+        out += check_doc(doc, rules, settings)
+    return out

@@ -1,0 +1,56 @@
+"""Template sources: one parser per template language, chosen by file name.
+
+| language | files | inline directives |
+|---|---|---|
+| ``jinja`` | ``.j2``, ``.jinja``, ``.jinja2`` | ``{# promptcache: ignore[CODE] #}`` |
+| ``prompty`` | ``.prompty`` | Jinja comments in the body, ``#`` in the front matter |
+| ``mustache`` | ``.mustache``, ``.hbs``, ``.handlebars`` | ``{{! promptcache: ignore[CODE] }}`` |
+| ``text`` | ``.txt``, ``.md``, ``.prompt`` | none: a comment would be sent to the model |
+| ``yaml`` / ``json`` | ``.yaml``, ``.yml`` / ``.json`` | ``# promptcache: ...`` in YAML; none in JSON |
+| ``python`` | ``.py`` | ``# promptcache: ignore[CODE]`` |
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from ..model import Parsed
+from .data import parse_data
+from .files import parse_jinja, parse_mustache, parse_plain, parse_prompty
+from .python import parse_python
+
+Parser = Callable[[str, str], Parsed]
+
+#: File suffix → (language, parser).
+PARSERS: dict[str, tuple[str, Parser]] = {
+    ".j2": ("jinja", parse_jinja),
+    ".jinja": ("jinja", parse_jinja),
+    ".jinja2": ("jinja", parse_jinja),
+    ".prompty": ("prompty", parse_prompty),
+    ".mustache": ("mustache", parse_mustache),
+    ".hbs": ("mustache", parse_mustache),
+    ".handlebars": ("mustache", parse_mustache),
+    ".txt": ("text", parse_plain),
+    ".md": ("text", parse_plain),
+    ".prompt": ("text", parse_plain),
+    ".yaml": ("yaml", lambda p, t: parse_data(p, t, "yaml")),
+    ".yml": ("yaml", lambda p, t: parse_data(p, t, "yaml")),
+    ".json": ("json", lambda p, t: parse_data(p, t, "json")),
+    ".py": ("python", parse_python),
+}
+
+
+def language_of(path: str | Path) -> str | None:
+    """The template language of a file, by suffix (``None``: not a template source)."""
+    got = PARSERS.get(Path(path).suffix.lower())
+    return got[0] if got else None
+
+
+def parse_source(path: str, text: str) -> Parsed:
+    """Parse one file's text with the parser for its suffix.
+
+    Raises:
+        KeyError: for a suffix no parser handles (check :func:`language_of` first).
+    """
+    return PARSERS[Path(path).suffix.lower()][1](path, text)

@@ -1,0 +1,122 @@
+"""Helpers every source parser shares: offsets to line:col, directive comments, doc building."""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from typing import Callable
+
+from ..model import Directive, Edit, Issue, Span
+
+#: ``promptcache: ignore[PC101, timestamp-in-prefix]`` inside a comment.
+DIRECTIVE = re.compile(r"promptcache\s*:\s*(?P<action>[A-Za-z_-]*)\s*(?P<codes>\[[^\]\n]*\]?)?")
+ACTIONS = ("ignore", "disable", "enable", "file-ignore")
+
+#: ``locate(start, end, raw)``: the source span of characters ``start:end`` of a string value
+#: whose raw source text is ``raw``.
+Locator = Callable[[int, int, str], Span]
+
+
+class LineIndex:
+    """Character offsets → 1-based (line, column).
+
+    >>> LineIndex("ab\\ncd").pos(4)
+    (2, 2)
+    """
+
+    def __init__(self, text: str):
+        self.text = text
+        self.starts = [0] + [m.end() for m in re.finditer(r"\n", text)]
+
+    def pos(self, offset: int) -> tuple[int, int]:
+        """(line, column) of a character offset."""
+        i = bisect_right(self.starts, offset) - 1
+        return i + 1, offset - self.starts[i] + 1
+
+    def offset(self, line: int, col: int) -> int:
+        """Character offset of a 1-based (line, column)."""
+        return self.starts[min(line, len(self.starts)) - 1] + col - 1
+
+    def span(self, path: str, start: int, end: int) -> Span:
+        """The span of characters ``start:end``."""
+        l1, c1 = self.pos(start)
+        l2, c2 = self.pos(max(start, end))
+        return Span(path, l1, c1, l2, c2)
+
+    def locator(self, path: str, base: int = 0) -> Locator:
+        """A :data:`Locator` for text that sits verbatim at ``base`` in the file."""
+        return lambda s, e, raw: self.span(path, base + s, base + e)
+
+    def line_text(self, line: int) -> str:
+        """The text of a 1-based line, without its newline."""
+        a = self.starts[line - 1]
+        b = self.starts[line] - 1 if line < len(self.starts) else len(self.text)
+        return self.text[a:b]
+
+
+def parse_directive(comment: str, span: Span, *, alone: bool, next_line: int,
+                    removal: Edit | None) -> Directive | Issue | None:
+    """Read one comment's directive.
+
+    Args:
+        comment: the comment's text (without its delimiters).
+        span: where the comment is.
+        alone: the comment stands alone on its line (then ``ignore`` covers ``next_line``).
+        next_line: the next line with content after the comment.
+        removal: the edit that deletes the comment (for ``--fix`` of unused ones).
+
+    Returns:
+        A :class:`Directive`, an ``invalid-suppression`` :class:`Issue` for a malformed one, or
+        ``None`` when the comment holds no directive.
+    """
+    m = DIRECTIVE.search(comment)
+    if m is None:
+        return None
+    action, codes = m.group("action"), m.group("codes")
+    raw = m.group(0).strip()
+    if action not in ACTIONS:
+        return Issue("invalid-suppression", span, raw,
+                     {"reason": f"unknown action `{action or '(none)'}`; use one of {', '.join(ACTIONS)}"})
+    if not codes or not codes.endswith("]"):
+        return Issue("invalid-suppression", span, raw,
+                     {"reason": f"`{action}` needs the codes in brackets, e.g. `{action}[PC101]`"})
+    names = tuple(c.strip() for c in codes[1:-1].split(",") if c.strip())
+    if not names:
+        return Issue("invalid-suppression", span, raw, {"reason": "the bracket lists no code"})
+    line = next_line if alone else span.line
+    return Directive(action, names, span, line, removal)
+
+
+def refuse_directives(text: str, index: LineIndex, path: str, why: str) -> list[Issue]:
+    """``invalid-suppression`` for every directive-like text in a language without comments
+    that stay out of the prompt (plain text, Markdown, JSON)."""
+    out = []
+    for m in DIRECTIVE.finditer(text):
+        out.append(Issue("invalid-suppression", index.span(path, m.start(), m.end()), m.group(0).strip(),
+                         {"reason": why}))
+    return out
+
+
+def next_content_line(index: LineIndex, after_line: int) -> int:
+    """The first line after ``after_line`` that is not blank (or ``after_line + 1``)."""
+    n = len(index.starts)
+    for ln in range(after_line + 1, n + 1):
+        if index.line_text(ln).strip():
+            return ln
+    return after_line + 1
+
+
+def line_removal(index: LineIndex, path: str, start: int, end: int) -> Edit:
+    """The edit that deletes characters ``start:end``, with their whole line when nothing else
+    is on it."""
+    l1, _ = index.pos(start)
+    l2, _ = index.pos(end)
+    a = index.starts[l1 - 1]
+    b = index.starts[l2] if l2 < len(index.starts) else len(index.text)
+    if not index.text[a:start].strip() and not index.text[end:b].strip():
+        return Edit(index.span(path, a, b), "")
+    # keep the line; drop the comment and the spaces before it
+    s = start
+    while s > a and index.text[s - 1] in " \t":
+        s -= 1
+    return Edit(index.span(path, s, end), "")

@@ -1,0 +1,316 @@
+"""Template text → pieces: Jinja2 (also Prompty bodies and Nunjucks-style strings), Mustache /
+Handlebars, and plain-text placeholders (``{name}``, ``${name}``).
+
+Each scanner walks the template once and returns static text (as the engine renders it: Jinja
+comments and whitespace control applied, macro bodies left out) and slots (variables, calls,
+control blocks) with their source spans, plus the comments (for inline directives). Jinja's own
+parser checks the syntax and reads each expression's names.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import jinja2
+from jinja2 import nodes
+
+from ..model import Piece, Slot, Span
+from .base import Locator
+
+_ENV = jinja2.Environment()
+
+
+@dataclass
+class Comment:
+    """A template comment: its text, and its offsets in the template."""
+
+    text: str
+    start: int
+    end: int
+
+
+@dataclass
+class Scan:
+    """The pieces of one template text.
+
+    Attributes:
+        pieces: static text, slots and nothing else, in order.
+        comments: comments (stripped from the output).
+        error: ``(offset, message)`` of a syntax error, else ``None``.
+        role_marks: offsets of static text where Prompty role lines may be split later.
+    """
+
+    pieces: list[Piece] = field(default_factory=list)
+    comments: list[Comment] = field(default_factory=list)
+    error: tuple[int, str] | None = None
+
+
+def _probes(expr: str, bindings: dict[str, str]) -> tuple[str, ...]:
+    """Texts a slot's rules match against: ``{{ expr }}``, the bare expression, and what
+    ``{% set %}`` bound its names to."""
+    e = " ".join(expr.split())
+    out = [f"{{{{ {e} }}}}", e]
+    try:
+        tree = _ENV.parse(f"{{{{ {expr} }}}}")
+        for n in tree.find_all(nodes.Name):
+            if n.name in bindings:
+                b = bindings[n.name]
+                out += [f"{{{{ {b} }}}}", b]
+    except jinja2.TemplateSyntaxError:
+        pass
+    return tuple(dict.fromkeys(out))
+
+
+# --------------------------------------------------------------------------------------- Jinja
+
+_OPEN = re.compile(r"\{\{|\{%|\{#")
+_CLOSE = {"{{": "}}", "{%": "%}", "{#": "#}"}
+_STR = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"", re.S)
+_RAW_END = re.compile(r"\{%-?\s*endraw\s*-?%\}")
+_STMT = re.compile(r"\s*(\w+)")
+
+
+def _find_close(text: str, pos: int, close: str) -> int:
+    """Offset of ``close`` after ``pos``, skipping string literals; -1 if none."""
+    i = pos
+    while True:
+        j = text.find(close, i)
+        if j < 0:
+            return -1
+        m = _STR.search(text, i, j)
+        if m is None:
+            return j
+        i = m.end()
+
+
+def scan_jinja(text: str, locate: Locator, *, keep_trailing_newline: bool = False) -> Scan:
+    """Scan a Jinja2 template.
+
+    Args:
+        text: the template.
+        locate: maps offsets in ``text`` to source spans.
+        keep_trailing_newline: Jinja's option (default off: one trailing newline is dropped).
+
+    Returns:
+        The :class:`Scan`. A syntax error (Jinja's parser) sets ``error`` and still returns
+        what was scanned.
+    """
+    out = Scan()
+    try:
+        _ENV.parse(text)
+    except jinja2.TemplateSyntaxError as e:
+        line = max(1, e.lineno or 1)
+        starts = [0] + [m.end() for m in re.finditer(r"\n", text)]
+        out.error = (starts[min(line, len(starts)) - 1], e.message or "syntax error")
+    bindings: dict[str, str] = {}
+    pending_strip = False  # the previous tag ended with '-': strip leading whitespace
+    macro_depth = 0
+    pos = 0
+    pieces: list[Piece] = []
+
+    def data(s: int, e: int, rstrip: bool = False) -> None:
+        nonlocal pending_strip
+        t = text[s:e]
+        if pending_strip:
+            t = t.lstrip()
+            pending_strip = False
+        if rstrip:
+            t = t.rstrip()
+        if t and macro_depth == 0:
+            pieces.append(Piece("static", t, span=locate(s, e, text[s:e])))
+
+    while True:
+        m = _OPEN.search(text, pos)
+        if m is None:
+            data(pos, len(text))
+            break
+        opener = m.group(0)
+        inner_start = m.end()
+        strip_before = text.startswith("-", inner_start)
+        close = _find_close(text, inner_start, _CLOSE[opener])
+        if close < 0:
+            if out.error is None:
+                out.error = (m.start(), f"unclosed `{opener}`")
+            data(pos, len(text))
+            break
+        data(pos, m.start(), rstrip=strip_before)
+        inner = text[inner_start:close]
+        end = close + 2
+        strip_after = inner.endswith("-")
+        body = inner[1 if strip_before or inner.startswith("+") else 0:]
+        body = body[:-1] if body.endswith(("-", "+")) else body
+        raw = text[m.start():end]
+        if opener == "{#":
+            out.comments.append(Comment(body, m.start(), end))
+        elif opener == "{{":
+            if macro_depth == 0:
+                pieces.append(Piece("slot", slot=Slot(locate(m.start(), end, raw), raw, "variable",
+                                                      _probes(body.strip(), bindings))))
+        else:
+            sm = _STMT.match(body)
+            word = sm.group(1) if sm else ""
+            rest = body[sm.end():].strip() if sm else ""
+            if word == "raw":
+                r = _RAW_END.search(text, end)
+                stop = r.start() if r else len(text)
+                pending_strip = pending_strip or strip_after
+                data(end, stop)
+                pos = r.end() if r else len(text)
+                continue
+            if word == "set" and "=" in rest:
+                name, _, expr = rest.partition("=")
+                for n in name.split(","):
+                    bindings[n.strip()] = expr.strip()
+            elif word == "macro":
+                macro_depth += 1
+            elif word == "endmacro":
+                macro_depth = max(0, macro_depth - 1)
+            elif word in ("if", "elif", "for", "include", "extends", "import", "from", "call", "filter", "with",
+                          "set") and macro_depth == 0:
+                # a block whose output varies (a `set` here is a block set: {% set x %}...{% endset %})
+                pieces.append(Piece("slot", slot=Slot(locate(m.start(), end, raw), raw, "block",
+                                                      (raw, rest))))
+        pending_strip = strip_after
+        pos = end
+    if not keep_trailing_newline and pieces and pieces[-1].kind == "static" and pieces[-1].text.endswith("\n"):
+        last = pieces[-1]
+        t = last.text[:-2] if last.text.endswith("\r\n") else last.text[:-1]
+        pieces[-1] = Piece("static", t, span=last.span)
+    out.pieces = [p for p in pieces if p.kind != "static" or p.text]
+    return out
+
+
+# ------------------------------------------------------------------------- Mustache/Handlebars
+
+_MUSTACHE = re.compile(r"\{\{(\{|!--|[!#^/>&=~]|else\b)?")
+_IDENT = re.compile(r"[A-Za-z_@][\w.@-]*")
+
+
+def scan_mustache(text: str, locate: Locator) -> Scan:
+    """Scan a Mustache or Handlebars template (``{{var}}``, ``{{{raw}}}``, ``{{#section}}``,
+    ``{{^inverted}}``, ``{{/end}}``, ``{{! comment}}``, ``{{> partial}}``, helpers with
+    arguments, ``~`` whitespace control).
+
+    Each identifier a helper is called with is probed as a variable of its own, so
+    ``{{formatDate now}}`` is seen as using ``now``.
+    """
+    out = Scan()
+    pieces: list[Piece] = []
+    stack: list[tuple[str, int]] = []
+    pos = 0
+    strip_next = False
+    while True:
+        m = _MUSTACHE.search(text, pos)
+        if m is None:
+            t = text[pos:]
+            if strip_next:
+                t = t.lstrip()
+            if t:
+                pieces.append(Piece("static", t, span=locate(pos, len(text), text[pos:])))
+            break
+        sigil = m.group(1) or ""
+        if sigil == "!--":
+            close_tok = "--}}"
+        elif sigil == "{":
+            close_tok = "}}}"
+        else:
+            close_tok = "}}"
+        close = text.find(close_tok, m.end())
+        if close < 0:
+            out.error = out.error or (m.start(), "unclosed `{{`")
+            t = text[pos:]
+            if t:
+                pieces.append(Piece("static", t, span=locate(pos, len(text), t)))
+            break
+        end = close + len(close_tok)
+        inner = text[m.end():close]
+        tilde_before = inner.startswith("~") or sigil == "~"
+        if sigil == "~":
+            sigil = ""
+        t = text[pos:m.start()]
+        if strip_next:
+            t = t.lstrip()
+        if tilde_before:
+            t = t.rstrip()
+        if t:
+            pieces.append(Piece("static", t, span=locate(pos, m.start(), text[pos:m.start()])))
+        strip_next = inner.endswith("~")
+        body = inner.strip("~").strip()
+        raw = text[m.start():end]
+        span = locate(m.start(), end, raw)
+        if sigil in ("!", "!--"):
+            out.comments.append(Comment(inner[:-2] if sigil == "!--" and inner.endswith("--") else inner,
+                                        m.start(), end))
+        elif sigil == "=":
+            out.error = out.error or (m.start(), "delimiter changes (`{{=...=}}`) are not supported")
+        elif sigil == "/":
+            name = body.split()[0] if body else ""
+            if not stack or stack[-1][0] != name:
+                want = stack[-1][0] if stack else None
+                out.error = out.error or (m.start(), f"`{{{{/{name}}}}}` closes " +
+                                          (f"`{want}`" if want else "no open section"))
+            else:
+                stack.pop()
+        elif sigil in ("#", "^"):
+            words = body.split()
+            name = words[0] if words else ""
+            stack.append((name, m.start()))
+            probes = [raw, body] + [f"{{{{ {w} }}}}" for w in _IDENT.findall(" ".join(words[1:]))]
+            pieces.append(Piece("slot", slot=Slot(span, raw, "block", tuple(probes))))
+        elif sigil == "else":
+            pass
+        else:  # variable, {{{raw}}}, {{& raw}}, {{> partial}}, helper call
+            words = body.split()
+            probes = [f"{{{{ {body} }}}}", body]
+            if len(words) > 1:
+                probes += [f"{{{{ {w} }}}}" for w in _IDENT.findall(" ".join(words[1:]))]
+            pieces.append(Piece("slot", slot=Slot(span, raw, "block" if sigil == ">" else "variable",
+                                                  tuple(dict.fromkeys(probes)))))
+        pos = end
+    if stack and out.error is None:
+        name, at = stack[-1]
+        out.error = (at, f"section `{name}` is never closed")
+    out.pieces = pieces
+    return out
+
+
+# ---------------------------------------------------------------------------- plain placeholders
+
+#: ``{{ expr }}``, ``${name}``, and Python ``str.format`` fields ``{name}``, ``{user.name}``,
+#: ``{now:%H:%M}`` (an identifier right after the brace, so JSON examples are not placeholders).
+_PLACEHOLDER = re.compile(
+    r"\{\{\{?(?P<dbl>.*?)\}?\}\}"
+    r"|\$\{(?P<dollar>[A-Za-z_][\w.]*)\}"
+    r"|(?<!\{)\{(?P<fmt>[A-Za-z_]\w*(?:\.\w+|\[[^\]{}]*\])*)(?:![rsa])?(?::[^{}\n]*)?\}(?!\})", re.S)
+
+
+def scan_placeholders(text: str, locate: Locator) -> Scan:
+    """Scan plain text for placeholders (``{{ x }}``, ``${x}``, ``{x}``); everything else is
+    static, comments included (plain text has none that stay out of the prompt)."""
+    out = Scan()
+    pos = 0
+    for m in _PLACEHOLDER.finditer(text):
+        if m.start() > pos:
+            out.pieces.append(Piece("static", text[pos:m.start()], span=locate(pos, m.start(), text[pos:m.start()])))
+        expr = (m.group("dbl") if m.group("dbl") is not None else m.group("dollar") or m.group("fmt") or "").strip()
+        raw = m.group(0)
+        out.pieces.append(Piece("slot", slot=Slot(locate(m.start(), m.end(), raw), raw, "variable",
+                                                   _probes(expr, {}) if expr else (raw,))))
+        pos = m.end()
+    if pos < len(text):
+        out.pieces.append(Piece("static", text[pos:], span=locate(pos, len(text), text[pos:])))
+    return out
+
+
+def scan_string(text: str, locate: Locator) -> Scan:
+    """Scan a prompt string held in data (YAML/JSON bodies, promptfoo prompts): Jinja when it
+    has Jinja statements or comments, else Mustache-style ``{{ }}`` tags."""
+    if "{%" in text or "{#" in text:
+        return scan_jinja(text, locate, keep_trailing_newline=True)
+    return scan_mustache(text, locate)
+
+
+def span_at(span: Span) -> Span:
+    """The first character of ``span``."""
+    return Span(span.path, span.line, span.col, span.line, span.col + 1)
