@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import sys
 import zlib
+from array import array
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -31,7 +33,7 @@ from .tokenize import TokenMemo, Tokenizer, resolve_tokenizer
 
 SCENARIOS = ("no_cache", "reported", "simulated", "ideal")
 CHUNK = 512  # requests rendered and tokenized per batch
-UNITS_CACHE = 400_000  # framed segment units kept per context (the oldest half goes when full)
+UNITS_CACHE = 60_000  # framed segment units kept per context (the oldest half goes when full)
 
 
 @dataclass
@@ -476,7 +478,7 @@ class Pipeline:
         idx = pipe.index
         pipe.index += 1
         ref = RequestRef(idx, req.id, req.source.line, req.source.path,
-                         tuple(prompt.seg_ends), tuple(s.path for s in prompt.segments))
+                         array("I", prompt.seg_ends), tuple(sys.intern(s.path) for s in prompt.segments))
         cached, write, write_1h, shared, reason, other, flags = pipe.sim.step(
             ref=ref, prompt=prompt, rules=rules, namespace=ns, ideal_key=(pf.id, model), now=req.arrival)
         ic = pipe.sim.ideal[(pf.id, model)]

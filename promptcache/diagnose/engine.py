@@ -40,7 +40,9 @@ from .rules import Rule, load_rules
 
 #: Requests kept in memory per model to serve as predecessors (their text and tokens). Per
 #: model, so a run split by namespace (``--dask``) keeps exactly what a single run keeps.
-RECENT = 1024
+RECENT = 256
+#: Sessions whose last request is kept (least recently active go first), per model.
+SESSIONS = 512
 
 
 @dataclass
@@ -150,7 +152,7 @@ class Diagnoser:
         self.show = show_text
         self.cands: list[Candidate] = []
         self.recent: dict[str, OrderedDict[int, tuple[Request, Prompt, _Context | None]]] = {}
-        self.session_last: dict[tuple[str, str], int] = {}
+        self.session_last: dict[str, OrderedDict[str, tuple[int, Request, Prompt, _Context | None]]] = {}
         self.latest: dict[str, int] = {}
         self._buf: list[Candidate] = self.cands
         self.keys: dict[str, dict[str | None, int]] = {}
@@ -199,25 +201,28 @@ class Diagnoser:
         ideal_ns = f"{o.provider}/{o.model or '-'}"
         sess = r.session or r.cache_key
         # (predecessor, family): a family comparison looks only at the template part
-        preds: list[tuple[int, bool]] = []
+        recent = self.recent.setdefault(ideal_ns, OrderedDict())
+        sessions = self.session_last.setdefault(ideal_ns, OrderedDict())
+        preds: list[tuple[tuple[Request, Prompt, _Context | None], bool]] = []
+        seen: set[int] = set()
         if sess is not None:
-            prev = self.session_last.get((ideal_ns, sess))
-            self.session_last[(ideal_ns, sess)] = o.index
+            prev = sessions.pop(sess, None)
             if prev is not None:
-                preds.append((prev, False))
-        latest = self.latest.get(ideal_ns)
-        if latest is not None and all(latest != q for q, _ in preds):
-            preds.append((latest, True))
-        if o.diverged_from is not None and all(o.diverged_from != q for q, _ in preds):
-            preds.append((o.diverged_from, False))
+                preds.append((prev[1:], False))
+                seen.add(prev[0])
+            sessions[sess] = (o.index, r, step.prompt, step.context)
+            if len(sessions) > SESSIONS:
+                sessions.popitem(last=False)
+        for idx, family in ((self.latest.get(ideal_ns), True), (o.diverged_from, False)):
+            if idx is not None and idx not in seen and idx in recent:
+                preds.append((recent[idx], family))
+                seen.add(idx)
         self.latest[ideal_ns] = o.index
         best: list[Candidate] = []
-        recent = self.recent.setdefault(ideal_ns, OrderedDict())
         if step.context is not None and step.prompt.segments:
             best_lost = -1
-            for pred, family in preds:
-                got = recent.get(pred)
-                if got is None or got[2] is not step.context:
+            for got, family in preds:
+                if got[2] is not step.context:
                     continue
                 self._buf = []
                 self._pair(step, got[0], got[1], family)

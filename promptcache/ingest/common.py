@@ -176,7 +176,7 @@ class PartMemo:
         budget_bytes: keys (JSON bytes) kept, in bytes.
     """
 
-    def __init__(self, budget_bytes: int = 192 * 2**20):
+    def __init__(self, budget_bytes: int = 64 * 2**20):
         from collections import OrderedDict
 
         self.budget = budget_bytes

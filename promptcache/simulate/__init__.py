@@ -57,7 +57,7 @@ class RequestRef:
         id: request id.
         line: log line.
         path: log file.
-        seg_ends: token end offset of each segment.
+        seg_ends: token end offset of each segment (a compact ``array('I')`` in the pipeline).
         seg_paths: path of each segment.
     """
 
@@ -65,7 +65,7 @@ class RequestRef:
     id: str
     line: int
     path: str
-    seg_ends: tuple[int, ...] = ()
+    seg_ends: Sequence[int] = ()
     seg_paths: tuple[str, ...] = ()
 
     def segment_at(self, token: int) -> str | None:

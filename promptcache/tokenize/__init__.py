@@ -50,9 +50,13 @@ class TokenMemo:
         tokenized_chars: characters actually tokenized.
     """
 
-    def __init__(self, tokenizer: Tokenizer):
+    def __init__(self, tokenizer: Tokenizer, budget_bytes: int = 128 * 2**20):
+        from collections import OrderedDict
+
         self.tokenizer = tokenizer
-        self._ids: dict[bytes, bytes] = {}
+        self._ids: OrderedDict[bytes, bytes] = OrderedDict()
+        self.budget = budget_bytes  # token bytes kept; the oldest entries go first
+        self.size = 0
         self.hits = 0
         self.misses = 0
         self.tokenized_chars = 0
@@ -83,10 +87,15 @@ class TokenMemo:
                 encoded = enc(clean) if enc else [ids_to_bytes(e) for e in self.tokenizer.encode_batch(clean)]
             for k, t, e in zip(missing, todo, encoded):
                 ids[k] = e
+                self.size += len(e)
                 self.tokenized_chars += len(t)
+        out = [ids[k] for k in keys]
+        while self.size > self.budget and len(ids) > len(missing):  # oldest first, never this batch's
+            _, old = ids.popitem(last=False)
+            self.size -= len(old)
         self.misses += len(missing)
         self.hits += len(texts) - len(missing)
-        return [ids[k] for k in keys], keys
+        return out, keys
 
 
 def resolve_tokenizer(spec: str | None, *, default: str | None, model: str | None) -> Tokenizer | None:
