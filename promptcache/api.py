@@ -222,15 +222,17 @@ class Export:
     distinct_blocks: int
 
     def to_pandas(self) -> Any:
-        """One row per exported request: ``timestamp``, ``input_length``, ``output_length``,
-        ``blocks`` (and Bailian's ``chat_id``, ``parent_chat_id``, ``turn``).
+        """One row per exported request: ``timestamp`` (Mooncake: ms, Bailian: s, from the first
+        request), ``input_length``, ``output_length``, ``blocks`` (and Bailian's ``chat_id``,
+        ``parent_chat_id``, ``turn``, ``type``).
 
         Raises:
             ImportError: without pandas.
         """
-        from .report.tables import INT, STR, to_frame
+        from .report.tables import FLOAT, INT, STR, to_frame
 
-        cols = [("timestamp", "float"), ("input_length", INT), ("output_length", INT), ("blocks", INT)]
+        cols = [("timestamp", INT if self.format == "mooncake" else FLOAT), ("input_length", INT),
+                ("output_length", INT), ("blocks", INT)]
         if self.format == "bailian":
             cols = [("chat_id", INT), ("parent_chat_id", INT), ("turn", INT), ("type", STR)] + cols
         rows = [{**r, "blocks": len(r["hash_ids"])} for r in self.records]

@@ -219,6 +219,7 @@ code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font
 .prop{border-top:1px solid #eaeef2;padding:12px 0}
 .prop:first-of-type{border-top:0}
 .prop h3{font-size:14px;margin:0 0 6px}
+section h3{font-size:14px;margin:12px 0 6px}
 .prop ul{margin:6px 0 8px 18px;padding:0}
 .chg{margin:0 0 6px}
 .warn{color:#9a6700}
