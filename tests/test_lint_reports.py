@@ -8,13 +8,12 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import jsonschema
 import pytest
 
-from promptcache.lint import LintOptions, lint_paths
-from promptcache.report.lint_records import auto_format, records, reporter
+from promptcache.lint import lint_paths
+from promptcache.report.lint_records import auto_format, reporter
 
 from conftest import ROOT, SAMPLES
 

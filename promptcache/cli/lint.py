@@ -75,14 +75,14 @@ def lint_cmd(
                        unsafe_fixes=unsafe_fixes, use_lockfile=not no_lockfile)
     run = lint_paths(paths or [Path(".")], opts)
     name = auto_format(sys.stdout.isatty()) if fmt is Format.auto else fmt.value
-    buf = io.StringIO()
-    reporter(name)(run, buf)
     if output is not None:
+        buf = io.StringIO()
+        reporter(name)(run, buf)
         write_atomic(output, buf.getvalue())
         if name != "text":
             reporter("text")(run, sys.stdout)
     else:
-        sys.stdout.write(buf.getvalue())
+        reporter(name)(run, sys.stdout)  # text gets colour on a terminal
         sys.stdout.flush()
     if run.fixed:
         err.print(f"fixed {run.fixed} finding{'s' if run.fixed != 1 else ''}")

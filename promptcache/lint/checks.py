@@ -24,7 +24,7 @@ from ..diagnose.rules import Rule
 from ..simulate.rules import CacheRules, provider as provider_file
 from ..tokenize import Tokenizer, resolve_tokenizer
 from .config import Settings
-from .model import Doc, LintFinding, Parsed, Part, Piece, Slot, Span
+from .model import Doc, LintFinding, Parsed, Piece, Slot, Span
 
 #: Static tokens after a volatile slot below which a finding is not worth reporting.
 DEFAULT_MIN_TOKENS_AT_RISK = 16

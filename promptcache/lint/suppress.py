@@ -24,7 +24,7 @@ from typing import Iterable, Sequence
 
 from ..diagnose.rules import Rule
 from ..errors import InputError
-from .model import Directive, LintFinding, Span
+from .model import Directive, LintFinding
 
 
 def expand(selectors: Iterable[str], rules: Sequence[Rule]) -> set[str]:
@@ -133,8 +133,3 @@ def apply_baseline(findings: list[LintFinding], fingerprints: set[str]) -> None:
     for f in findings:
         if f.suppressed_by is None and f.fingerprint in fingerprints:
             f.suppressed_by = "baseline"
-
-
-def directive_span(d: Directive) -> Span:
-    """Where to report a directive."""
-    return d.span

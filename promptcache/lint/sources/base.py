@@ -8,7 +8,7 @@ from typing import Callable
 
 from ..model import Directive, Edit, Issue, Span
 
-#: ``promptcache: ignore[PC101, timestamp-in-prefix]`` inside a comment.
+#: A directive in a comment: the word ``promptcache``, a colon, an action and codes in brackets.
 DIRECTIVE = re.compile(r"promptcache\s*:\s*(?P<action>[A-Za-z_-]*)\s*(?P<codes>\[[^\]\n]*\]?)?")
 ACTIONS = ("ignore", "disable", "enable", "file-ignore")
 
