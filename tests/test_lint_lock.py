@@ -104,3 +104,21 @@ def test_lint_never_writes_without_being_asked(repo):
     lint_paths([repo / "prompts"], LintOptions())
     after = {p: p.read_bytes() for p in repo.rglob("*") if p.is_file()}
     assert before == after
+
+
+def test_relock_drops_stale_entries_and_keeps_other_files(repo):
+    other = repo / "other"
+    other.mkdir()
+    (other / "a.j2").write_text("Hello {{ x }}\n", encoding="utf-8")
+    assert cli("lock", "prompts", "other", cwd=repo).returncode == 0
+    (repo / "prompts" / "classify.j2").unlink()
+    (repo / "prompts" / "new.j2").write_text("Hi {{ y }}\n", encoding="utf-8")
+    assert cli("lock", "prompts", cwd=repo).returncode == 0
+    keys = sorted(json.loads((repo / "promptcache-lock.json").read_text(encoding="utf-8"))["prompts"])
+    # prompts/ was locked again: the deleted classify.j2 drops out, new.j2 comes in; other/ is kept
+    assert keys == ["other/a.j2::template", "prompts/new.j2::template"]
+    (other / "a.j2").write_text("No variables now\n", encoding="utf-8")
+    assert cli("lock", "other", cwd=repo).returncode == 0
+    lock = json.loads((repo / "promptcache-lock.json").read_text(encoding="utf-8"))["prompts"]
+    assert lock["other/a.j2::template"]["stable_prefix"]["tokens"] == len(
+        load_encoding("o200k_base").encode_ordinary("No variables now"))

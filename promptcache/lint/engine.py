@@ -297,13 +297,15 @@ def lock_paths(paths: Iterable[str | Path], options: LintOptions | None = None,
                lockfile: Path | None = None) -> tuple[Path, dict[str, dict[str, Any]]]:
     """The lockfile entries of every prompt under ``paths``, and where they go.
 
-    Entries already in the lockfile for prompts outside ``paths`` are kept.
+    Entries already in the lockfile for files outside ``paths`` are kept; those under ``paths``
+    are replaced (a deleted file's entries drop out).
 
     Raises:
         ConfigError, InputError: as :func:`lint_paths`.
     """
     options = options or LintOptions()
     configs = _Configs(options)
+    paths = list(paths)
     files = collect_files([Path(p) for p in paths], configs, [])
     target_file = lockfile
     entries: dict[str, dict[str, Any]] = {}
@@ -322,7 +324,11 @@ def lock_paths(paths: Iterable[str | Path], options: LintOptions | None = None,
     if target_file is None:
         target_file = (lockfile or configs.for_dir(Path.cwd()).lockfile_path()).resolve()
     if target_file.is_file():
-        old = lockmod.read(target_file)
-        for k, v in old.items():
-            entries.setdefault(k, v)
+        # entries of files under the paths locked now are replaced (deleted files drop out);
+        # entries of other files are kept
+        roots = [Path(p).resolve() for p in paths]
+        for k, v in lockmod.read(target_file).items():
+            f = (target_file.parent / k.rsplit("::", 1)[0]).resolve()
+            if not any(f == r or r in f.parents for r in roots):
+                entries.setdefault(k, v)
     return target_file, entries
