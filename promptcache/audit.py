@@ -298,9 +298,6 @@ def _tokenize_chunk(pipe: _Pipeline, chunk: list[Request]) -> list[tuple[Request
     for ctx, new in todo.values():  # one tokenizer batch per context, only for segments not seen
         segs_new = list(new.values())
         ids, digests = ctx.memo.encode_keyed([s.text for s in segs_new])
-        if len(ctx.units) + len(segs_new) > UNITS_CACHE:
-            for k in list(itertools.islice(ctx.units, UNITS_CACHE // 2)):
-                del ctx.units[k]
         for s, tb, dg in zip(segs_new, ids, digests):
             ctx.units[id(s)] = (s, ctx.frame(s.head) + tb + ctx.frame(s.tail), dg)
     out = []
@@ -317,6 +314,10 @@ def _tokenize_chunk(pipe: _Pipeline, chunk: list[Request]) -> list[tuple[Request
         ends = list(itertools.accumulate(len(b) >> 2 for b in pieces))
         keys = _chained_keys(segs, ctx, [e[2] for e in entries]) if ctx.needs_keys else []
         out.append((req, pf, ctx, Prompt(b"".join(pieces), 4, 1, ends[-1] if ends else 0, segs, ends, keys)))
+    for ctx in {id(c): c for _, _, c, _ in plan if c is not None}.values():
+        if len(ctx.units) > UNITS_CACHE:  # evict after the chunk is assembled, oldest half first
+            for k in list(itertools.islice(ctx.units, len(ctx.units) - UNITS_CACHE // 2)):
+                del ctx.units[k]
     return out
 
 

@@ -173,7 +173,7 @@ class PartMemo:
     Memory is bounded (least recently built entries go first).
 
     Args:
-        budget_bytes: keys (JSON bytes) kept, in bytes.
+        budget_bytes: size of the pieces whose parts are kept (their JSON bytes), in bytes.
     """
 
     def __init__(self, budget_bytes: int = 64 * 2**20):
@@ -181,7 +181,7 @@ class PartMemo:
 
         self.budget = budget_bytes
         self.size = 0
-        self._d: OrderedDict[tuple[str, int, bytes], tuple[Any, ...]] = OrderedDict()
+        self._d: OrderedDict[tuple[str, int, bytes], tuple[tuple[Any, ...], int]] = OrderedDict()
 
     def get(self, kind: str, index: int, obj: Any, build: Any) -> tuple[Any, ...]:
         """The parts of ``obj`` at ``index``; ``build()`` makes them on a miss.
@@ -193,17 +193,17 @@ class PartMemo:
             raw = orjson.dumps(obj)
         except TypeError:
             return tuple(build())
-        key = (kind, index, raw)
+        key = (kind, index, hashlib.blake2b(raw, digest_size=16).digest())
         got = self._d.get(key)
         if got is not None:
-            return got
-        got = tuple(build())
-        self._d[key] = got
-        self.size += len(raw)
+            return got[0]
+        parts = tuple(build())
+        self._d[key] = (parts, len(raw))
+        self.size += len(raw)  # the parts' texts, about
         while self.size > self.budget and self._d:
-            (_, _, old), _ = self._d.popitem(last=False)
-            self.size -= len(old)
-        return got
+            _, (_, n) = self._d.popitem(last=False)
+            self.size -= n
+        return parts
 
 
 #: The memo the body readers share (a pure function's cache).
