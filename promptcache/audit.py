@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import sys
 import zlib
 from array import array
 from bisect import bisect_right
@@ -312,8 +311,9 @@ def _tokenize_chunk(pipe: _Pipeline, chunk: list[Request]) -> list[tuple[Request
         entries = [cache[id(s)] for s in segs]
         pieces = [e[1] for e in entries]
         ends = list(itertools.accumulate(len(b) >> 2 for b in pieces))
-        keys = _chained_keys(segs, ctx, [e[2] for e in entries]) if ctx.needs_keys else []
-        out.append((req, pf, ctx, Prompt(b"".join(pieces), 4, 1, ends[-1] if ends else 0, segs, ends, keys)))
+        keys = (lambda segs=segs, entries=entries, ctx=ctx: _chained_keys(segs, ctx, [e[2] for e in entries])) \
+            if ctx.needs_keys else None
+        out.append((req, pf, ctx, Prompt(b"".join(pieces), 4, 1, ends[-1] if ends else 0, segs, ends, (), keys)))
     for ctx in {id(c): c for _, _, c, _ in plan if c is not None}.values():
         if len(ctx.units) > UNITS_CACHE:  # evict after the chunk is assembled, oldest half first
             for k in list(itertools.islice(ctx.units, len(ctx.units) - UNITS_CACHE // 2)):
@@ -479,7 +479,7 @@ class Pipeline:
         idx = pipe.index
         pipe.index += 1
         ref = RequestRef(idx, req.id, req.source.line, req.source.path,
-                         array("I", prompt.seg_ends), tuple(sys.intern(s.path) for s in prompt.segments))
+                         array("I", prompt.seg_ends), tuple(s.path for s in prompt.segments))
         cached, write, write_1h, shared, reason, other, flags = pipe.sim.step(
             ref=ref, prompt=prompt, rules=rules, namespace=ns, ideal_key=(pf.id, model), now=req.arrival)
         ic = pipe.sim.ideal[(pf.id, model)]

@@ -357,8 +357,9 @@ class Diagnoser:
                     and normalize_whitespace(part_r.text) == normalize_whitespace(part_p.text):
                 norm = lambda q: _with_parts(q, lambda x: replace(x, text=normalize_whitespace(x.text)))
                 return self._emit_structure(step, pair, rules["whitespace"], norm, None, self._texts(pair, part_r, part_p))
+            near_break = part_r.text[:(self._where(pair, pair.c)[1] or 0) + 64]
             (pre_r, docs_r), (pre_p, docs_p) = (documents(part_r.text), documents(part_p.text)) \
-                if looks_like_documents(part_r.text) else (("", []), ("", []))
+                if looks_like_documents(near_break) else (("", []), ("", []))
             if len(docs_r) >= 2 and len(docs_r) == len(docs_p) and docs_r != docs_p and sorted(docs_r) == sorted(docs_p) and pre_r == pre_p \
                     and "documents-order" in rules:
                 path = part_r.path
@@ -448,9 +449,9 @@ class Diagnoser:
         on the whitespace just before a value counts: tokens carry their leading space)."""
         while c < len(tr) and c < len(tp) and tr[c] == tp[c] and tr[c].isspace():
             c += 1
-        lo = max(0, c - 160)
+        lo = max(0, c - 80)
         for pat in rule.patterns():
-            for m in pat.finditer(tr, lo, min(len(tr), c + 160)):
+            for m in pat.finditer(tr, lo, min(len(tr), c + 100)):
                 s, e = (m.span("value") if "value" in pat.groupindex else m.span())
                 if not (m.start() <= c <= m.end() and (s <= c <= e or m.start() <= c <= s)):
                     continue

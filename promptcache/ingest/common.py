@@ -193,13 +193,13 @@ class PartMemo:
             raw = orjson.dumps(obj)
         except TypeError:
             return tuple(build())
-        key = (kind, index, hashlib.blake2b(raw, digest_size=16).digest())
+        key = (kind, index, raw)
         got = self._d.get(key)
         if got is not None:
             return got[0]
         parts = tuple(build())
         self._d[key] = (parts, len(raw))
-        self.size += len(raw)  # the parts' texts, about
+        self.size += 2 * len(raw)  # the key and, about, the parts' texts
         while self.size > self.budget and self._d:
             _, (_, n) = self._d.popitem(last=False)
             self.size -= n

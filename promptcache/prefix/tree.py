@@ -84,7 +84,7 @@ class PrefixTree:
 
     def access(self, seq: bytes, store_units: int, now: float | None, creator: Any = None,
                hit_units: int | None = None) -> tuple[int, list[Node], Any]:
-        """Look up ``seq``, then store its first ``store_units`` units.
+        """Look up ``seq``, then store its first ``store_units`` units, in one walk.
 
         Args:
             seq: the prompt's units as bytes.
@@ -92,24 +92,32 @@ class PrefixTree:
                 (block-aligned for block trees).
             now: arrival time in seconds (``None``: no TTL evaluation).
             creator: what new nodes record as their creator (the caller's request reference).
-            hit_units: when given, nodes within ``[0, hit_units)`` count a hit (``Node.hits``);
-                used to attribute another simulation's hits onto this tree.
+            hit_units: when given, whole edges within ``[0, hit_units)`` count a hit
+                (``Node.hits``): another simulation's hits attributed onto this tree.
 
         Returns:
             ``(lcp_units, path, other)``: the live longest common prefix in units, found before
-            storing; the nodes covering ``[0, lcp)`` in order (the last one possibly only
-            partly); and the ``creator`` of the earlier prompt this one diverged from (the edge
-            it left mid-way, else the most recent other continuation at the node where it
-            stopped, else the one whose prompt it extends or repeats; ``None`` when nothing is
-            shared).
+            storing; the edges read whole, in order; and the ``creator`` of the earlier prompt
+            this one diverged from (the edge it left mid-way, else the most recent other
+            continuation at the node where it stopped, else the one whose prompt it extends or
+            repeats; ``None`` when nothing is shared).
+
+        Every edge read whole counts a use (``Node.uses``); an edge read in part is split where
+        the reading stops (when this request stores past that point), so uses always cover
+        whole edges.
         """
         W = self.width
         self._tick += 1
+        tick = self._tick
+        t = now if now is not None else 0.0
+        store = store_units * W
+        hit = -1 if hit_units is None else hit_units * W
         node = self.root
         pos = 0
         n = len(seq)
         path: list[Node] = []
         other: Any = None
+        partial: Node | None = None
         while pos < n:
             child = node.children.get(seq[pos:pos + W])
             if child is not None and self._expired(child, now):
@@ -126,15 +134,64 @@ class PrefixTree:
                 path.append(child)
                 node = child
                 continue
-            path.append(child)
             other = child.creator
-            pos += self._lcp(seq, pos, k) * W
+            partial = child
             break
         if other is None and path:
             other = path[-1].creator  # the earlier prompt this one extends or repeats
-        self._store(seq, store_units * W, now if now is not None else 0.0, self._tick, creator,
-                    pos, None if hit_units is None else hit_units * W)
-        return pos // W, path, other
+        lcp = pos
+        if partial is not None:
+            lcp += self._lcp(seq, pos, partial.key) * W
+        # --- store: touch the whole edges read, split where the stored prefix ends, add the rest
+        depth = 0
+        parent = self.root
+        for child in path:
+            end = depth + len(child.key)
+            if end > store:
+                if store > depth:
+                    child = self._split(child, (store - depth) // W)
+                    self._touch(parent, child, t, tick)
+                    child.uses += 1
+                    if end <= hit:
+                        child.hits += 1
+                parent = None  # the stored prefix ended inside the read path
+                break
+            child.uses += 1
+            if end <= hit:
+                child.hits += 1
+            self._touch(parent, child, t, tick)
+            depth = end
+            parent = child
+        if parent is not None and depth < store:
+            if partial is not None and depth < lcp:
+                cut = min(lcp, store) - depth
+                upper = self._split(partial, cut // W)
+                self._touch(parent, upper, t, tick)
+                upper.uses += 1
+                if depth + cut <= hit:
+                    upper.hits += 1
+                depth += cut
+                parent = upper
+            if depth < store:
+                leaf = Node(seq[depth:store], depth // W, parent, t, tick, creator)
+                parent.children[seq[depth:depth + W]] = leaf
+                parent.recent = leaf
+                self.nodes += 1
+                self.size += self._blocks(depth // W, store // W)
+                parent = leaf
+        if self.capacity is not None:
+            last = parent if parent is not None else None
+            if last is not None and last is not self.root and not last.children:
+                self._push(last)
+            self._evict()
+        return lcp // W, path, other
+
+    @staticmethod
+    def _touch(parent: Node, child: Node, t: float, tick: int) -> None:
+        if t > child.last:
+            child.last = t
+        child.tick = tick
+        parent.recent = child
 
     def sweep(self, now: float) -> None:
         """Drop every expired subtree (bounded memory under TTL)."""
@@ -176,47 +233,6 @@ class PrefixTree:
         if not B:
             return end - start
         return (end // B - start // B) * B
-
-    def _store(self, seq: bytes, store: int, t: float, tick: int, creator: Any, read: int, hit: int | None) -> None:
-        """Insert ``seq[:store]`` (bytes), touch its path, and count reads within ``[0, read)``
-        and hits within ``[0, hit)`` (bytes) on whole edges, splitting where they end."""
-        W = self.width
-        node = self.root
-        pos = 0
-        while pos < store:
-            child = node.children.get(seq[pos:pos + W])
-            if child is None:
-                leaf = Node(seq[pos:store], pos // W, node, t, tick, creator)
-                node.children[seq[pos:pos + W]] = leaf
-                node.recent = leaf
-                self.nodes += 1
-                self.size += self._blocks(pos // W, store // W)
-                node = leaf
-                break
-            k = child.key
-            cut = None
-            if not (pos + len(k) <= store and seq.startswith(k, pos)):
-                # diverges inside this edge, or the stored prefix ends inside it
-                cut = min(self._lcp(seq, pos, k) * W, store - pos)
-            if hit is not None and pos < hit < pos + (cut if cut is not None else len(k)):
-                cut = hit - pos
-            if cut is not None:
-                child = self._split(child, cut // W)
-            end = pos + len(child.key)
-            if end <= read:
-                child.uses += 1
-            if hit is not None and end <= hit:
-                child.hits += 1
-            if t > child.last:
-                child.last = t
-            child.tick = tick
-            node.recent = child
-            node = child
-            pos = end
-        if self.capacity is not None:
-            if node is not self.root and not node.children:
-                self._push(node)
-            self._evict()
 
     def _split(self, child: Node, units: int) -> Node:
         """Split ``child`` after ``units`` units; return the new upper node."""

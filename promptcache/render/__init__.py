@@ -118,6 +118,7 @@ class FramedFormat:
         self.framing = framing
         self.layout = layout
         self._cache: dict[str, tuple[int, ...]] = {}
+        self._headers: dict[str, tuple[int, ...]] = {}
         # Segments already built, by part identity and framing (parts repeat as the same objects,
         # see ingest.common.PartMemo); the entry keeps its part alive so an id is never reused.
         self._segs: dict[tuple[int, tuple[int, ...], tuple[int, ...]], tuple[Part, Segment]] = {}
@@ -155,7 +156,10 @@ class FramedFormat:
         return got
 
     def _header(self, role: str) -> tuple[int, ...]:
-        return self.ids(self.framing.header.format(role=self.framing.roles.get(role, role)))
+        got = self._headers.get(role)
+        if got is None:
+            got = self._headers[role] = self.ids(self.framing.header.format(role=self.framing.roles.get(role, role)))
+        return got
 
     def render(self, req: Request) -> list[Segment]:
         """Segments of one request in prefix order, ending with the generation prompt."""

@@ -32,7 +32,8 @@ class Prompt:
         segments: rendered segments (empty for hashed prompts).
         seg_ends: token offset where each segment ends (cumulative).
         seg_keys: chained 16-byte digest of the prompt up to the end of each segment (used by
-            breakpoint and boundary caches).
+            breakpoint and boundary caches); computed on first use when ``key_source`` is set.
+        key_source: makes ``seg_keys`` on demand (prefix caches never need them).
     """
 
     units: bytes
@@ -42,6 +43,14 @@ class Prompt:
     segments: Sequence[Segment] = ()
     seg_ends: Sequence[int] = ()
     seg_keys: Sequence[bytes] = ()
+    key_source: Any = None
+
+    def keys(self) -> Sequence[bytes]:
+        """``seg_keys``, computed now if they were left for later."""
+        if not self.seg_keys and self.key_source is not None:
+            self.seg_keys = self.key_source()
+            self.key_source = None
+        return self.seg_keys
 
     def tokens_of(self, units: int) -> int:
         """Tokens covered by the first ``units`` units."""

@@ -130,7 +130,7 @@ class BoundarySim:
     def step(self, p, now: float | None) -> tuple[int, int, int, str | None, tuple[str, ...]]:  # p: Prompt
         """Simulate one prompt → ``(cached, write, write_1h, reason, flags)`` (tokens)."""
         r = self.rules
-        segs, ends, keys = p.segments, p.seg_ends, p.seg_keys
+        segs, ends, keys = p.segments, p.seg_ends, p.keys()
         if not segs:
             from ..errors import ConfigError
 
