@@ -110,3 +110,22 @@ def test_cli_runner_text_report():
     r = runner.invoke(app, ["audit", str(SAMPLES / "support_bot.jsonl")])
     assert r.exit_code == 0
     assert "Cost by scenario" in r.output and "Left on the table" in r.output
+
+
+def test_reports_are_written_with_ordinary_permissions(tmp_path):
+    import os
+    import stat
+
+    from promptcache.cli.output import write_atomic
+
+    umask = os.umask(0o022)
+    try:
+        write_atomic(tmp_path / "r.json", "{}")
+        assert stat.S_IMODE(os.stat(tmp_path / "r.json").st_mode) == 0o644
+        os.chmod(tmp_path / "r.json", 0o640)
+        write_atomic(tmp_path / "r.json", "{}")  # replacing keeps the file's mode
+        assert stat.S_IMODE(os.stat(tmp_path / "r.json").st_mode) == 0o640
+        write_atomic(tmp_path / "salt", "x", mode=0o600)
+        assert stat.S_IMODE(os.stat(tmp_path / "salt").st_mode) == 0o600
+    finally:
+        os.umask(umask)

@@ -8,14 +8,25 @@ import tempfile
 from pathlib import Path
 
 
-def write_atomic(path: str | Path, data: str | bytes) -> None:
-    """Write a file atomically (temporary file in the same directory, then rename)."""
+def write_atomic(path: str | Path, data: str | bytes, mode: int | None = None) -> None:
+    """Write a file atomically (temporary file in the same directory, then rename), with the
+    permissions a plain ``open()`` would give (or ``mode``, e.g. 0o600 for secrets)."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+        # mkstemp makes the file 0600; give it what a plain open() would (0666 minus the umask),
+        # or keep the mode of the file it replaces
+        if mode is None:
+            try:
+                mode = os.stat(p).st_mode & 0o7777
+            except FileNotFoundError:
+                umask = os.umask(0)
+                os.umask(umask)
+                mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
         os.replace(tmp, p)
     except BaseException:
         try:
