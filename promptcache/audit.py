@@ -8,6 +8,8 @@ prefixes kept alive in the simulated caches, not with the log's size.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import hashlib
 import itertools
 import zlib
@@ -359,7 +361,7 @@ def _stretches(pipe: _Pipeline, book: PriceBook, top: int) -> list[PrefixStretch
         stack = [(c, None) for c in tree.root.children.values()]
         while stack:
             node, head = stack.pop()
-            units = len(node.key) // tree.width
+            units = tree.units_of(node)
             if head is None:
                 head = [node, units]
             else:
@@ -598,6 +600,19 @@ class Partial:
     last_t: float | None
 
 
+@contextlib.contextmanager
+def _fewer_collections() -> Iterator[None]:
+    """Run the garbage collector's young generation less often while streaming: the audit keeps
+    many long-lived objects (tree nodes, outcomes), and with the default threshold every full
+    collection walks all of them, which makes long logs quadratically slower."""
+    old = gc.get_threshold()
+    gc.set_threshold(100_000, 50, 100)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+
+
 def collect(pipe: Pipeline, *, progress: Callable[[int], None] | None = None,
             observers: Sequence[Callable[[Step], None]] = (), book: PriceBook | None = None) -> Partial:
     """Run a pipeline to the end: simulate, diagnose and fill the oracle writes.
@@ -616,12 +631,13 @@ def collect(pipe: Pipeline, *, progress: Callable[[int], None] | None = None,
 
         diag = Diagnoser(pipe, book, show_text=opts.show_text)
     outcomes = []
-    for step in pipe.steps(progress):
-        outcomes.append(step.outcome)
-        if diag is not None:
-            diag.observe(step)
-        for obs in observers:
-            obs(step)
+    with _fewer_collections():
+        for step in pipe.steps(progress):
+            outcomes.append(step.outcome)
+            if diag is not None:
+                diag.observe(step)
+            for obs in observers:
+                obs(step)
     pipe.finish(outcomes)
     state = pipe.state
     tokenizers = {c.tokenizer.name: (c.tokenizer.exact, c.tokenizer.note) for c in state.contexts.values()}

@@ -87,3 +87,30 @@ def test_sweep_bounds_memory_under_ttl():
             tree.sweep(float(t))
     tree.sweep(200.0)
     assert tree.nodes <= 1 + 6 and tree.size <= 6 * 50
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 2), min_size=1, max_size=200), min_size=1, max_size=60))
+def test_spilled_tree_answers_exactly_like_the_in_memory_one(prompts):
+    plain, spilling = PrefixTree(), PrefixTree(spill_after=2)
+    for i, p in enumerate(prompts):
+        a = plain.access(units(p), len(p), None, i)
+        b = spilling.access(units(p), len(p), None, i)
+        assert a[0] == b[0] and a[2] == b[2]
+        spilling._spill_cold(spilling._tick)  # spill as eagerly as possible
+    assert sum(spilling.units_of(n) for n in spilling.iter_nodes()) == sum(plain.units_of(n) for n in plain.iter_nodes())
+
+
+def test_cold_edges_leave_memory():
+    tree = PrefixTree(spill_after=10)
+    for i in range(3000):
+        tree.access(units([i % 7] + list(range(1000 + i * 100, 1000 + i * 100 + 100))), 101, None, i)
+    tree._spill_cold(tree._tick)
+    # request i (tick i+1) leaves a 100-unit edge under its residue's 1-unit node; every edge
+    # created before tick 3000 - 10 is cold: 2,989 edges of 400 bytes leave memory, keeping
+    # their first unit (4 bytes) to name them
+    assert tree.spilled_bytes == 2989 * 400
+    assert sum(len(n.key) for n in tree.iter_nodes()) == 2989 * 4 + 11 * 400 + 7 * 4
+    # an old prompt is still found exactly
+    old = [5] + list(range(1000 + 5 * 100, 1000 + 5 * 100 + 100)) + [99, 98]
+    assert tree.access(units(old), len(old), None, -1)[0] == 101

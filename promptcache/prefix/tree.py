@@ -22,11 +22,12 @@ Semantics (mirroring SGLang's ``RadixCache`` and vLLM's block pool):
 
 from __future__ import annotations
 
+import collections
 import heapq
 import itertools
+import os
+import tempfile
 from typing import Any, Iterator
-
-import numpy as np
 
 from .lcp import common_prefix
 
@@ -34,10 +35,13 @@ from .lcp import common_prefix
 class Node:
     """One edge of the tree: ``key`` (units) starting at depth ``start`` (units)."""
 
-    __slots__ = ("key", "start", "children", "parent", "last", "tick", "creator", "uses", "hits", "recent")
+    __slots__ = ("key", "start", "children", "parent", "last", "tick", "creator", "uses", "hits", "recent",
+                 "spill", "nbytes")
 
     def __init__(self, key: bytes, start: int, parent: Node | None, last: float, tick: int, creator: Any):
         self.key = key
+        self.nbytes = len(key)  # the edge's length in bytes (also while its bytes are spilled)
+        self.spill = -1  # offset of the edge's bytes in the spill file, or -1 when in memory
         self.start = start
         self.children: dict[bytes, Node] = {}
         self.parent = parent
@@ -61,12 +65,14 @@ class PrefixTree:
         capacity_units: LRU capacity in units, or ``None`` for unbounded.
         evict_block: units per eviction step (vLLM block size in units), or 0 to evict whole
             leaf nodes (SGLang).
+        spill_after: for an unbounded tree (no TTL, no capacity), move edges no request has
+            touched in this many accesses to a temporary file; they are read back (exactly) only
+            when a later prompt walks into them.
     """
 
     def __init__(self, *, width: int = 4, ttl: float | None = None, capacity_units: int | None = None,
-                 evict_block: int = 0):
+                 evict_block: int = 0, spill_after: int | None = None):
         self.width = width
-        self.dtype = np.dtype("<u4" if width == 4 else "<u8")
         self.ttl = ttl
         self.capacity = capacity_units
         self.evict_block = evict_block
@@ -79,6 +85,12 @@ class PrefixTree:
         self._since_sweep = 0
         self.evicted_units = 0
         self.expired_units = 0
+        # Spilling (unbounded trees only): edges untouched for ``spill_after`` accesses move to a
+        # temporary file, so memory holds the prefixes in use, not every prefix ever seen.
+        self.spill_after = spill_after if ttl is None and capacity_units is None else None
+        self._spill_file: Any = None
+        self._cold: collections.deque[tuple[int, Node]] = collections.deque()
+        self.spilled_bytes = 0
 
     # ----------------------------------------------------------------- public API
 
@@ -128,7 +140,7 @@ class PrefixTree:
                 if r is not None and r.parent is node and not self._expired(r, now):
                     other = r.creator
                 break
-            k = child.key
+            k = child.key if child.spill < 0 else self._read(child)
             if seq.startswith(k, pos):
                 pos += len(k)
                 path.append(child)
@@ -141,12 +153,12 @@ class PrefixTree:
             other = path[-1].creator  # the earlier prompt this one extends or repeats
         lcp = pos
         if partial is not None:
-            lcp += self._lcp(seq, pos, partial.key) * W
+            lcp += self._lcp(seq, pos, partial.key if partial.spill < 0 else self._read(partial)) * W
         # --- store: touch the whole edges read, split where the stored prefix ends, add the rest
         depth = 0
         parent = self.root
         for child in path:
-            end = depth + len(child.key)
+            end = depth + child.nbytes
             if end > store:
                 if store > depth:
                     child = self._split(child, (store - depth) // W)
@@ -177,6 +189,8 @@ class PrefixTree:
                 parent.children[seq[depth:depth + W]] = leaf
                 parent.recent = leaf
                 self.nodes += 1
+                if self.spill_after is not None:
+                    self._cold.append((tick, leaf))
                 self.size += self._blocks(depth // W, store // W)
                 parent = leaf
         if self.capacity is not None:
@@ -184,6 +198,8 @@ class PrefixTree:
             if last is not None and last is not self.root and not last.children:
                 self._push(last)
             self._evict()
+        if self.spill_after is not None and tick % 1024 == 0:
+            self._spill_cold(tick)
         return lcp // W, path, other
 
     @staticmethod
@@ -216,7 +232,41 @@ class PrefixTree:
 
     def units_of(self, node: Node) -> int:
         """Length of a node's edge in units."""
-        return len(node.key) // self.width
+        return node.nbytes // self.width
+
+    # ----------------------------------------------------------------- spilling
+
+    def _read(self, node: Node) -> bytes:
+        """A spilled edge's bytes, from the spill file."""
+        return os.pread(self._spill_file.fileno(), node.nbytes, node.spill)
+
+    def _materialize(self, node: Node) -> None:
+        if node.spill >= 0:
+            node.key = self._read(node)
+            node.spill = -1
+
+    def _spill_cold(self, tick: int) -> None:
+        """Spill the edges no access has touched in ``spill_after`` ticks (oldest first)."""
+        assert self.spill_after is not None
+        cutoff = tick - self.spill_after
+        cold = self._cold
+        if self._spill_file is None:
+            self._spill_file = tempfile.TemporaryFile(prefix="promptcache-spill-")
+        fh = self._spill_file
+        while cold and cold[0][0] < cutoff:
+            _, node = cold.popleft()
+            if node.parent is None or node.spill >= 0:
+                continue
+            if node.tick >= cutoff:
+                cold.append((node.tick, node))  # touched since: check again later
+                continue
+            if node.nbytes < 256:
+                continue
+            fh.seek(0, os.SEEK_END)
+            node.spill = fh.tell()
+            fh.write(node.key)
+            self.spilled_bytes += node.nbytes
+            node.key = node.key[:self.width]  # the first unit stays: it names the edge
 
     # ----------------------------------------------------------------- internals
 
@@ -237,16 +287,20 @@ class PrefixTree:
     def _split(self, child: Node, units: int) -> Node:
         """Split ``child`` after ``units`` units; return the new upper node."""
         W = self.width
+        self._materialize(child)
         parent = child.parent
         assert parent is not None and 0 < units < len(child.key) // W
         upper = Node(child.key[:units * W], child.start, parent, child.last, child.tick, child.creator)
         upper.uses = child.uses
         upper.hits = child.hits
+        if self.spill_after is not None:
+            self._cold.append((upper.tick, upper))
         parent.children[child.key[:W]] = upper
         if parent.recent is child:
             parent.recent = upper
         upper.recent = child
         child.key = child.key[units * W:]
+        child.nbytes = len(child.key)
         child.start += units
         child.parent = upper
         upper.children[child.key[:W]] = child
@@ -285,6 +339,7 @@ class PrefixTree:
             if aligned > node.start:
                 if aligned < end:
                     node.key = node.key[:(aligned - node.start) * self.width]
+                    node.nbytes = len(node.key)
                 self._push(node)
                 return
             parent = node.parent
@@ -313,6 +368,7 @@ class PrefixTree:
                 self.evicted_units += B
                 if new_end > node.start:
                     node.key = node.key[:(new_end - node.start) * W]
+                    node.nbytes = len(node.key)
                     heapq.heappush(heap, (node.tick, next(self._seq), node))
                     continue
                 parent = node.parent

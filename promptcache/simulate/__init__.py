@@ -136,6 +136,15 @@ class Outcome:
     output_tokens: int = 0
 
 
+#: The ideal cache moves prefixes that no request touched in this many requests (of its model) to
+#: a temporary file: memory holds what is in use; the file is read back only when an old prefix
+#: is reached again.
+SPILL_AFTER = 8192
+#: Every this many requests, expired entries are dropped from every namespace's cache (a
+#: namespace that gets no more traffic would otherwise keep its expired prefixes forever).
+SWEEP_EVERY = 4096
+
+
 @dataclass
 class IdealCache:
     """The unbounded token-level tree of one (provider, model), plus oracle write accounting."""
@@ -146,7 +155,7 @@ class IdealCache:
     requests: int = 0
 
     def __post_init__(self) -> None:
-        self.tree = PrefixTree(width=self.width)
+        self.tree = PrefixTree(width=self.width, spill_after=SPILL_AFTER)
 
 
 class PrefixSim:
@@ -240,6 +249,21 @@ class Simulator:
     def __init__(self) -> None:
         self.ideal: dict[tuple[str, str | None], IdealCache] = {}
         self.sims: dict[str, PrefixSim | BoundarySim] = {}
+        self._steps = 0
+
+    def sweep(self, now: float) -> None:
+        """Drop expired entries in every namespace, and namespaces left empty."""
+        for ns, sim in list(self.sims.items()):
+            if isinstance(sim, PrefixSim):
+                if sim.tree.ttl is None:
+                    continue
+                sim.tree.sweep(now)
+                if sim.tree.nodes <= 1:
+                    del self.sims[ns]
+            else:
+                sim.store.sweep(now)
+                if not sim.store.entries:
+                    del self.sims[ns]
 
     def step(self, *, ref: RequestRef, prompt: Prompt, rules: CacheRules, namespace: str,
              ideal_key: tuple[str, str | None], now: float | None) -> tuple[int, int, int, int, str | None, RequestRef | None, tuple[str, ...]]:
@@ -248,6 +272,9 @@ class Simulator:
         Returns:
             ``(cached, write, write_1h, shared, miss_reason, diverged_from, flags)``, tokens.
         """
+        self._steps += 1
+        if now is not None and self._steps % SWEEP_EVERY == 0:
+            self.sweep(now)
         sim = self.sims.get(namespace)
         if sim is None:
             sim = PrefixSim(rules, prompt.width, prompt.unit_tokens) if rules.mode == "prefix" else BoundarySim(rules)
@@ -278,9 +305,8 @@ class Simulator:
         was worth writing once, by the request that created it."""
         out: dict[int, int] = {}
         for ic in self.ideal.values():
-            W = ic.tree.width
             for node in ic.tree.iter_nodes():
                 if node.uses and node.creator is not None:
                     idx = node.creator.index
-                    out[idx] = out.get(idx, 0) + len(node.key) // W
+                    out[idx] = out.get(idx, 0) + ic.tree.units_of(node)
         return out
