@@ -63,8 +63,9 @@ def test_kv_bytes_per_token_and_capacity(tiny):
         capacity_blocks_for(8_191, 512, 16)
 
 
-def test_cache_correctness_against_cache_free_forward(tiny):
-    eng = HFEngine(tiny, block_size=16, kv_budget_bytes=None, warmup=False)
+@pytest.mark.parametrize("chunk", [512, 7])
+def test_cache_correctness_against_cache_free_forward(tiny, chunk):
+    eng = HFEngine(tiny, block_size=16, kv_budget_bytes=None, warmup=False, prefill_chunk=chunk)
     rng = random.Random(3)
     stem = [rng.randrange(VOCAB) for _ in range(150)]
     prompts = [stem + [rng.randrange(VOCAB) for _ in range(k)] for k in (7, 30, 1, 64)]

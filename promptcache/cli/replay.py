@@ -38,6 +38,8 @@ def replay_cmd(
     device: str = typer.Option("auto", "--device", help="hf engine: cpu, cuda, cuda:N or auto."),
     dtype: str = typer.Option("auto", "--dtype", help="auto (bfloat16 on CUDA, float32 on CPU), float32, bfloat16, float16."),
     attn: str = typer.Option("sdpa", "--attn", help="hf engine attention implementation (sdpa, eager)."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="hf engine CPU threads (default: one per core)."),
+    prefill_chunk: Optional[int] = typer.Option(None, "--prefill-chunk", help="hf engine: tokens per forward pass after a cache hit (default 512 on CPU, 2048 on CUDA)."),
     seed: int = typer.Option(0, "--seed", help="Initialisation seed of random: models."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="openai engine: the server's API root, e.g. http://localhost:8000/v1."),
     served_model: Optional[str] = typer.Option(None, "--served-model", help="openai engine: the served model name (default: the server's first)."),
@@ -59,7 +61,7 @@ def replay_cmd(
     opts = ReplayOptions(
         engine=engine, model=model, tokenizer=tokenizer, block_size=block_size, kv_budget_bytes=parse_size(kv_budget),
         capacity_tokens=capacity_tokens, decode_tokens=decode_tokens, limit=limit, repeats=repeats,
-        uncached=not no_uncached, device=device, dtype=dtype, attn=attn, seed=seed,
+        uncached=not no_uncached, device=device, dtype=dtype, attn=attn, threads=threads, prefill_chunk=prefill_chunk, seed=seed,
         proposed=[str(p) for p in proposed or []], base_url=base_url, served_model=served_model,
         api_key=os.environ.get("PROMPTCACHE_API_KEY") or os.environ.get("OPENAI_API_KEY"),
         gpu_memory_utilization=gpu_memory_utilization, read=ReadOptions(input_format=input_format, strict=strict))

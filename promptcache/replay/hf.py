@@ -12,7 +12,15 @@ Per request (token ids from the audit pipeline):
    pool (LRU over a byte budget), and release the request's blocks in reverse order;
 3. compare: the last-token logits (max absolute difference) and the greedy tokens.
 
-Timing: ``prefill_s`` covers looking up and assembling the cached KV and the forward pass over
+The cached run prefills its uncached tokens in chunks (``prefill_chunk``: 512 tokens on CPU and
+2,048 on CUDA by default, as engines with chunked prefill do) whenever part of the prompt came from the cache: a single
+forward pass over a prefilled ``DynamicCache`` gets an explicit attention mask, with which SDPA
+computes the whole square of new tokens against each other instead of its causal half (measured
+2026-11-29, SmolLM2 on 1 CPU thread, 4,232 new tokens after 32 cached ones: 26.6 s in one pass,
+18.3 s in 512-token chunks, 18.6 s for the whole prompt without the cache). A prompt with no
+cache hit runs in one pass, exactly like the uncached baseline.
+
+Timing: ``prefill_s`` covers looking up and assembling the cached KV and the forward passes over
 the uncached tokens; ``ttft_s`` adds picking the first token; storing the new blocks is not
 timed (an engine with paged attention writes KV in place). On CUDA every timer synchronises.
 Only the last position's logits are computed (``logits_to_keep=1``) in both runs.
@@ -98,6 +106,9 @@ class HFEngine:
         kv_budget_bytes: LRU byte budget of the prefix cache per namespace, or ``None`` for
             unbounded.
         warmup: run a short throwaway prefill first so the first request's timings are fair.
+        prefill_chunk: tokens per forward pass when prefilling after a cache hit (``None``: 512
+            on CPU, 2,048 on CUDA, where kernel launches cost more than the masked work saved).
+        threads: CPU threads for torch (``None``: torch's default, one per core).
 
     Raises:
         ConfigError: for a budget below one block or a model whose KV cache is not a plain
@@ -108,9 +119,16 @@ class HFEngine:
     exact = True
 
     def __init__(self, loaded: LoadedModel, *, block_size: int = 16, kv_budget_bytes: int | None = None,
-                 warmup: bool = True):
+                 warmup: bool = True, prefill_chunk: int | None = None, threads: int | None = None):
         import torch
 
+        if threads is not None:
+            if threads < 1:
+                raise ConfigError("--threads must be at least 1")
+            torch.set_num_threads(threads)
+        if prefill_chunk is None:
+            prefill_chunk = 2048 if loaded.device.startswith("cuda") else 512
+        self.prefill_chunk = max(1, int(prefill_chunk))
         self.torch = torch
         self.loaded = loaded
         self.model = loaded.model
@@ -135,7 +153,7 @@ class HFEngine:
             "dtype": loaded.dtype, "kv_bytes_per_token": loaded.kv_bytes_per_token,
             "kv_budget_bytes": kv_budget_bytes, "capacity_tokens": self.capacity_tokens,
             "load_s": round(loaded.load_s, 3), "load_note": loaded.note, "torch": torch.__version__,
-            "threads": torch.get_num_threads(),
+            "threads": torch.get_num_threads(), "prefill_chunk": self.prefill_chunk,
         }
         try:
             import transformers
@@ -160,6 +178,15 @@ class HFEngine:
             kw[self._keep_kw] = 1
         out = self.model(input_ids=ids, **kw)
         return out.logits[0, -1]
+
+    def _forward_chunked(self, ids: Any, cache: Any) -> Any:
+        """Last-token logits of ``ids`` appended to ``cache`` in ``prefill_chunk`` pieces."""
+        n = ids.shape[1]
+        step = self.prefill_chunk
+        logits = None
+        for i in range(0, n, step):
+            logits = self._forward(ids[:, i:i + step], cache)
+        return logits
 
     @staticmethod
     def _layers(cache: Any) -> list[tuple[Any, Any]]:
@@ -275,7 +302,7 @@ class HFEngine:
                     self._sync()
                     t0 = time.perf_counter()
                     c = self._cache_from_blocks(lease.hits)
-                    logits = self._forward(all_ids[:, k:], c)
+                    logits = self._forward_chunked(all_ids[:, k:], c) if k else self._forward(all_ids, c)
                     self._sync()
                     t1 = time.perf_counter()
                     first = int(logits.argmax())

@@ -397,14 +397,12 @@ def load_model(ref: ModelRef, *, device: str | None = None, dtype: str | None = 
             config = AutoConfig.for_model(model_type, **cfg_d)
             config._attn_implementation = attn
             torch.manual_seed(seed)
-            prev = torch.get_default_dtype()
-            try:
-                torch.set_default_dtype(dt if dt.is_floating_point else torch.float32)
-                with torch.device(dev):
-                    model = AutoModelForCausalLM.from_config(config, attn_implementation=attn)
-            finally:
-                torch.set_default_dtype(prev)
-            model = model.to(dtype=dt)
+            with torch.device(dev):  # initialise on the target device (an 8B model in seconds on a GPU)
+                try:
+                    model = AutoModelForCausalLM.from_config(config, attn_implementation=attn, dtype=dt)
+                except TypeError:  # transformers that still call it torch_dtype
+                    model = AutoModelForCausalLM.from_config(config, attn_implementation=attn, torch_dtype=dt)
+            model = model.to(device=dev, dtype=dt)
             note = f"random weights (seed {seed})"
         else:
             assert ref.path is not None

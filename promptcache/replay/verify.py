@@ -71,6 +71,9 @@ class ReplayOptions:
         repeats: timed prefills of each kind per request (fastest counts).
         uncached: also run every prompt without the cache (baseline and correctness check).
         device, dtype, attn: hf engine placement, precision and attention implementation.
+        threads: hf engine CPU threads (``None``: one per core).
+        prefill_chunk: hf engine tokens per forward pass after a cache hit (``None``: 512 on
+            CPU, 2,048 on CUDA).
         seed: initialisation seed of ``random:`` models.
         proposed: proposed log files (``propose --write-proposed``) to replay after the
             original.
@@ -92,6 +95,8 @@ class ReplayOptions:
     device: str | None = None
     dtype: str | None = None
     attn: str | None = None
+    threads: int | None = None
+    prefill_chunk: int | None = None
     seed: int = 0
     proposed: list[str] = field(default_factory=list)
     base_url: str | None = None
@@ -362,7 +367,8 @@ def make_engine(opts: ReplayOptions, ref: Any = None) -> Engine:
 
     vocab = _tokenizer_vocab(ref.tokenizer) if ref.kind == "random" else None
     lm = load_model(ref, device=opts.device, dtype=opts.dtype, attn=opts.attn, vocab_size=vocab, seed=opts.seed)
-    return HFEngine(lm, block_size=opts.block_size, kv_budget_bytes=opts.kv_budget_bytes)
+    return HFEngine(lm, block_size=opts.block_size, kv_budget_bytes=opts.kv_budget_bytes, threads=opts.threads,
+                    prefill_chunk=opts.prefill_chunk)
 
 
 def _tokenizer_vocab(spec: str) -> int:
