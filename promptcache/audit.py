@@ -34,7 +34,7 @@ from .tokenize import TokenMemo, Tokenizer, resolve_tokenizer
 
 SCENARIOS = ("no_cache", "reported", "simulated", "ideal")
 CHUNK = 512  # requests rendered and tokenized per batch
-UNITS_CACHE = 60_000  # framed segment units kept per context (the oldest half goes when full)
+UNITS_CACHE = 20_000  # framed segment units kept per context (the oldest half goes when full)
 
 
 @dataclass

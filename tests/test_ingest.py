@@ -163,3 +163,24 @@ def test_detect():
     assert detect({"model": "gpt-4o", "messages": []}) == "openai-chat"
     assert detect({"model": "gpt-4o", "input": "hi"}) == "openai-responses"
     assert detect({"foo": 1}) is None
+
+
+def test_part_memo_returns_the_same_parts_and_stays_within_budget():
+    from promptcache.ingest.common import PartMemo
+
+    memo = PartMemo(budget_bytes=2 * 2000)
+    built = []
+
+    def build(i):
+        built.append(i)
+        return [("part", i)]
+
+    msgs = [{"role": "user", "content": "x" * 290 + str(i)} for i in range(20)]  # ~320 bytes of JSON each
+    first = [memo.get("chat", 0, m, lambda i=i: build(i)) for i, m in enumerate(msgs[:5])]
+    again = [memo.get("chat", 0, m, lambda i=i: build(i)) for i, m in enumerate(msgs[:5])]
+    assert built == [0, 1, 2, 3, 4] and all(a is b for a, b in zip(first, again))
+    for i, m in enumerate(msgs):
+        memo.get("chat", 0, m, lambda i=i: build(i))
+    # messages 10-19 are 320 bytes of JSON, kept at 2 x 320 = 640 bytes each: the newest six fit
+    assert len(memo._d) == 6 and memo.size == 6 * 640 <= memo.budget
+    assert [v[0] for v in memo._d.values()] == [(("part", i),) for i in range(14, 20)]

@@ -173,7 +173,7 @@ class PartMemo:
     Memory is bounded (least recently built entries go first).
 
     Args:
-        budget_bytes: size of the pieces whose parts are kept (their JSON bytes), in bytes.
+        budget_bytes: memory for kept parts, in bytes (estimated as twice their JSON).
     """
 
     def __init__(self, budget_bytes: int = 64 * 2**20):
@@ -193,13 +193,15 @@ class PartMemo:
             raw = orjson.dumps(obj)
         except TypeError:
             return tuple(build())
-        key = (kind, index, raw)
+        # a digest, not the JSON: orjson's buffers carry kilobytes of slack each
+        key = (kind, index, hashlib.blake2b(raw, digest_size=16).digest())
         got = self._d.get(key)
         if got is not None:
             return got[0]
         parts = tuple(build())
-        self._d[key] = (parts, len(raw))
-        self.size += 2 * len(raw)  # the key and, about, the parts' texts
+        cost = 2 * len(raw)  # the parts' texts and the objects around them, about
+        self._d[key] = (parts, cost)
+        self.size += cost
         while self.size > self.budget and self._d:
             _, (_, n) = self._d.popitem(last=False)
             self.size -= n

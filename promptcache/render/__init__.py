@@ -27,7 +27,7 @@ from ..tokenize.base import Tokenizer
 
 SECTIONS = ("params", "tools", "system", "messages")
 #: Rendered segments kept per chat format (the oldest half is dropped when full).
-SEGMENT_CACHE = 60_000
+SEGMENT_CACHE = 20_000
 _SPECIAL = re.compile(r"<\|[^|<>\s]+\|>")
 
 

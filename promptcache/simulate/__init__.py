@@ -139,7 +139,7 @@ class Outcome:
 #: The ideal cache moves prefixes that no request touched in this many requests (of its model) to
 #: a temporary file: memory holds what is in use; the file is read back only when an old prefix
 #: is reached again.
-SPILL_AFTER = 8192
+SPILL_AFTER = 4096
 #: Every this many requests, expired entries are dropped from every namespace's cache (a
 #: namespace that gets no more traffic would otherwise keep its expired prefixes forever).
 SWEEP_EVERY = 4096

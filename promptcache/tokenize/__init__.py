@@ -50,7 +50,7 @@ class TokenMemo:
         tokenized_chars: characters actually tokenized.
     """
 
-    def __init__(self, tokenizer: Tokenizer, budget_bytes: int = 128 * 2**20):
+    def __init__(self, tokenizer: Tokenizer, budget_bytes: int = 64 * 2**20):
         from collections import OrderedDict
 
         self.tokenizer = tokenizer
