@@ -186,3 +186,19 @@ def test_cli_replay_json_and_errors(tokdir, tmp_path):
     p = subprocess.run(cmd[:5] + ["--model", "random:llama-tiny", "--tokenizer", str(tokdir), "--kv-budget", "lots"],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and "lots" in p.stderr
+
+
+def test_proposed_requests_in_memory_equal_the_file(tiny, tokdir, tmp_path):
+    from promptcache.ingest import InputStats, read_requests
+
+    orig = chat_log(tmp_path / "o.jsonl", seed=5, sessions=2, turns=2)
+    prop = chat_log(tmp_path / "p.jsonl", seed=6, sessions=2, turns=2)
+    eng = HFEngine(tiny, block_size=16, kv_budget_bytes=None, warmup=False)
+    opts = ReplayOptions(model="random:llama-tiny", tokenizer=str(tokdir), decode_tokens=2)
+    from_file = verify([orig], ReplayOptions(**{**opts.__dict__, "proposed": [str(prop)]}), engine=eng)
+    eng.reset()
+    reqs = list(read_requests(prop, InputStats(str(prop))))
+    in_memory = verify([orig], opts, engine=eng, proposed_requests=reqs)
+    key = [(r.variant, r.id, r.prompt_tokens, r.cached_tokens_measured, r.output_ids) for r in from_file.records]
+    assert key == [(r.variant, r.id, r.prompt_tokens, r.cached_tokens_measured, r.output_ids) for r in in_memory.records]
+    assert in_memory.inputs["proposed"] == ["<proposed>"]
