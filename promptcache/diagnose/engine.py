@@ -155,6 +155,7 @@ class Diagnoser:
         self.session_last: dict[str, OrderedDict[str, tuple[int, Request, Prompt, _Context | None]]] = {}
         self.latest: dict[str, int] = {}
         self._buf: list[Candidate] = self.cands
+        self._extends = False
         self.keys: dict[str, dict[str | None, int]] = {}
         self.key_windows: dict[tuple[str, str, bytes], list[float]] = {}
         self.overflow: dict[tuple[str, str], list[int]] = {}
@@ -221,10 +222,13 @@ class Diagnoser:
         best: list[Candidate] = []
         if step.context is not None and step.prompt.segments:
             best_lost = -1
-            for got, family in preds:
+            for k, (got, family) in enumerate(preds):
                 if got[2] is not step.context:
                     continue
+                if k and sess is not None and self._extends:
+                    break  # it extends its own session's last request: other comparisons add nothing
                 self._buf = []
+                self._extends = False
                 self._pair(step, got[0], got[1], family)
                 lost = sum(c.tokens_lost for c in self._buf)
                 if lost > best_lost:
@@ -268,6 +272,7 @@ class Diagnoser:
             return
         self._breakpoint_moved(step, pp, rp, d)
         if d * 4 >= len(pp.units) or d * 4 >= len(rp.units):
+            self._extends = True
             return  # one extends the other: no break
         i, j = _segment_index(rp, d), _segment_index(pp, d)
         tail = _conversation_start(rp) if family else _tail_start(rp)
@@ -370,7 +375,7 @@ class Diagnoser:
                 start = len(pre_r) + sum(len(x) for x in docs_r[:k])  # the first document out of place
                 return self._emit_structure(step, pair, rules["documents-order"], stable, None,
                                             {"documents": len(docs_r), "first_moved": k + 1}, char=start)
-        if not in_tail and "history-front" in rules:
+        if not in_tail and "history-front" in rules and pair.i == _conversation_start(pair.rp):
             dropped = self._dropped_front(r, p)
             if dropped:
                 lost = max(0, pair.pp.n_tokens - pair.d)

@@ -181,7 +181,7 @@ class PartMemo:
 
         self.budget = budget_bytes
         self.size = 0
-        self._d: OrderedDict[tuple[str, int, bytes], tuple[tuple[Any, ...], int]] = OrderedDict()
+        self._d: OrderedDict[tuple[str, int, int, int], tuple[tuple[Any, ...], int]] = OrderedDict()
 
     def get(self, kind: str, index: int, obj: Any, build: Any) -> tuple[Any, ...]:
         """The parts of ``obj`` at ``index``; ``build()`` makes them on a miss.
@@ -193,8 +193,9 @@ class PartMemo:
             raw = orjson.dumps(obj)
         except TypeError:
             return tuple(build())
-        # a digest, not the JSON: orjson's buffers carry kilobytes of slack each
-        key = (kind, index, hashlib.blake2b(raw, digest_size=16).digest())
+        # the JSON's 64-bit hash, not the JSON (orjson's buffers carry kilobytes of slack each);
+        # with the kind and position, a collision among the entries kept is vanishingly unlikely
+        key = (kind, index, len(raw), hash(raw))
         got = self._d.get(key)
         if got is not None:
             return got[0]

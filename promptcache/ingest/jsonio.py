@@ -61,12 +61,14 @@ def iter_records(path: str | Path) -> Iterator[Record]:
             yield from _iter_array(fh.read())
             return
         for lineno, line in enumerate(fh, 1):
-            line = line.strip()
-            if not line:
+            if len(line) < 3 and not line.strip():  # blank (copying every long line to strip it costs)
                 continue
             try:
                 yield lineno, orjson.loads(line)
             except orjson.JSONDecodeError as e:
+                line = line.strip()
+                if not line:
+                    continue
                 if first == b"{" and lineno == 1 and line.endswith(b"{"):
                     # A pretty-printed single JSON object, not JSONL.
                     yield from _iter_array(line + b"\n" + fh.read(), single=True)

@@ -63,19 +63,27 @@ class Rates:
         >>> r.cost(1000, 600, 300, 300)   # 100×3 + 600×0.3 + 300×6, per million
         Decimal('0.00228')
         """
-        from genai_prices.types import calc_unit_price
-
-        total = prompt_tokens
         if not bills_writes:
             write = write_1h = 0
-        plain = prompt_tokens - cached - write
-        w5 = write - write_1h
-        c = calc_unit_price(self.input, plain, total, MTOK)
-        c += calc_unit_price(self.cache_read if self.cache_read is not None else self.input, cached, total, MTOK)
-        wp = self.cache_write if self.cache_write is not None else self.input
-        c += calc_unit_price(wp, w5, total, MTOK)
-        c += calc_unit_price(self.cache_write_1h if self.cache_write_1h is not None else wp, write_1h, total, MTOK)
-        return c
+        pi, pr, pw, pw1 = self._unit_prices(prompt_tokens)
+        return (pi * (prompt_tokens - cached - write) + pr * cached + pw * (write - write_1h) + pw1 * write_1h) / MTOK
+
+    def _unit_prices(self, total: int) -> tuple[Decimal, Decimal, Decimal, Decimal]:
+        """(input, cache read, 5-minute write, 1-hour write) USD per million tokens for a request
+        of ``total`` prompt tokens: genai-prices' ``calc_unit_price`` applies the tier (a cliff on
+        the total), memoized per tier."""
+        from genai_prices.types import calc_unit_price
+
+        tier = sum(1 for v in (self.input, self.cache_read, self.cache_write, self.cache_write_1h)
+                   for t in getattr(v, "tiers", ()) if total > t.start)
+        cache = self.__dict__.setdefault("_tiers", {})
+        got = cache.get(tier)
+        if got is None:
+            read = self.cache_read if self.cache_read is not None else self.input
+            write = self.cache_write if self.cache_write is not None else self.input
+            write_1h = self.cache_write_1h if self.cache_write_1h is not None else write
+            got = cache[tier] = tuple(Decimal(calc_unit_price(p, MTOK, total, MTOK)) for p in (self.input, read, write, write_1h))
+        return got
 
     def base(self, attr: str) -> Decimal | None:
         """The untiered price of ``attr`` (for display)."""
