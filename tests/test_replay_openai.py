@@ -139,3 +139,14 @@ def test_server_ignoring_salt_gets_no_baseline():
 def test_unreachable_server_is_a_config_error():
     with pytest.raises(ConfigError):
         OpenAIEngine("http://127.0.0.1:9/v1", timeout=2)
+
+
+def test_prometheus_counters_reported_in_info():
+    with FakeServer() as srv:
+        eng = OpenAIEngine(srv.url, model="fake-model")
+        p = prompt(3, 40)
+        eng.run(EngineRequest("a", p, uncached=False, decode_tokens=1))
+        eng.run(EngineRequest("b", p, uncached=False, decode_tokens=1))
+        assert eng.info["prometheus"]["vllm:prefix_cache_hits"] == 32
+        eng.run(EngineRequest("c", p, uncached=False, decode_tokens=3))  # the output call hits too
+        assert eng.info["prometheus"]["vllm:prefix_cache_hits"] == 32 + 32 + 32

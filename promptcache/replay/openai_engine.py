@@ -102,8 +102,8 @@ class OpenAIEngine:
                 raise ConfigError(f"{self.base}/models lists no model; pass --served-model") from None
         self.model = model
         self.model_name = f"{model} @ {self.base}"
-        before = self.metrics()
-        self.info: dict[str, Any] = {"served_model": model, "metrics_exposed": before is not None}
+        self._m0 = self.metrics()
+        self.info: dict[str, Any] = {"served_model": model, "metrics_exposed": self._m0 is not None}
 
     # ------------------------------------------------------------------ HTTP
 
@@ -176,6 +176,22 @@ class OpenAIEngine:
             break
         return ids, text
 
+    def _counters(self, now: dict[str, float] | None) -> None:
+        """Prefix-cache counters since the engine started, into ``info["prometheus"]`` (tokens;
+        every call the engine makes counts: the greedy-output and salted baseline calls too)."""
+        if now is None or self._m0 is None:
+            return
+        out: dict[str, float] = {}
+        for name in ("vllm:prefix_cache_queries", "vllm:prefix_cache_hits"):
+            a, b = _metric(self._m0, name), _metric(now, name)
+            if a is not None and b is not None:
+                out[name] = b - a
+        rate = _metric(now, "sglang:cache_hit_rate")
+        if rate is not None:
+            out["sglang:cache_hit_rate"] = rate
+        if out:
+            self.info["prometheus"] = out
+
     # ------------------------------------------------------------------ engine API
 
     def reset(self) -> bool:
@@ -190,6 +206,12 @@ class OpenAIEngine:
 
     def run(self, req: EngineRequest) -> EngineResult:
         """Replay one prompt (see the module docstring)."""
+        res = self._run(req)
+        if self._m0 is not None:
+            self._counters(self.metrics())
+        return res
+
+    def _run(self, req: EngineRequest) -> EngineResult:
         ids = [int(i) for i in req.token_ids]
         salt = req.namespace or None
         d = max(1, req.decode_tokens)

@@ -5,7 +5,7 @@ For each variant (the original log, then the proposed one when given) the audit 
 (:class:`promptcache.audit.Pipeline`) renders and tokenizes every request with the engine's
 own tokenizer and chat template and simulates it under the vLLM rules with the engine's block
 size and capacity; the engine then runs exactly those token ids. The engine's cache is emptied
-between variants, as each variant gets a fresh simulator.
+before each variant, as each variant gets a fresh simulator.
 """
 
 from __future__ import annotations
@@ -454,9 +454,9 @@ def verify(paths: Sequence[str | Path], options: ReplayOptions | None = None, *,
     records: list[ReplayRecord] = []
     try:
         for vi, (variant, vpaths, vreqs) in enumerate(variants):
-            if vi and not eng.reset():
+            if not eng.reset():
                 warnings.append(f"{eng.name}: could not empty the prefix cache before the {variant} variant; "
-                                "its first requests may hit blocks of the previous one")
+                                "its first requests may hit blocks of earlier traffic")
             pipe = _pipeline(vpaths, vreqs, tokenizer, opts, capacity)
             steps = pipe.steps()
             if opts.limit is not None:

@@ -105,9 +105,10 @@ class VLLMEngine:
     def reset(self) -> bool:
         """``LLM.reset_prefix_cache()``."""
         try:
-            return bool(self.llm.reset_prefix_cache()) is not False
+            got = self.llm.reset_prefix_cache()
         except Exception:
             return False
+        return got is not False  # older versions return None
 
     def run(self, req: EngineRequest) -> EngineResult:
         """Replay one prompt (see the module docstring)."""
