@@ -202,3 +202,18 @@ def test_proposed_requests_in_memory_equal_the_file(tiny, tokdir, tmp_path):
     key = [(r.variant, r.id, r.prompt_tokens, r.cached_tokens_measured, r.output_ids) for r in from_file.records]
     assert key == [(r.variant, r.id, r.prompt_tokens, r.cached_tokens_measured, r.output_ids) for r in in_memory.records]
     assert in_memory.inputs["proposed"] == ["<proposed>"]
+
+
+def test_token_ids_outside_the_vocabulary_name_file_and_line(tiny, tokdir, tmp_path):
+    from promptcache.errors import InputError
+    from promptcache.replay.models import ModelRef as Ref
+
+    small = load_model(Ref("random", "random:llama-tiny", None, "", dict(PRESETS["llama-tiny"])), vocab_size=64)
+    eng = HFEngine(small, block_size=16, kv_budget_bytes=None, warmup=False)
+    log = chat_log(tmp_path / "v.jsonl", sessions=1, turns=1)
+    with pytest.raises(InputError, match=r"v\.jsonl:1: request s0-t0: token id \d+ is outside"):
+        verify([log], ReplayOptions(model="random:llama-tiny", tokenizer=str(tokdir)), engine=eng)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    res = verify([empty], ReplayOptions(model="random:llama-tiny", tokenizer=str(tokdir)), engine=eng)
+    assert res.records == [] and any("no requests" in w for w in res.warnings) and res.ok

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError
 from ..ingest import ReadOptions
 from ..model import Request
 from .engine import ENGINES, Engine, EngineRequest
@@ -465,8 +465,11 @@ def verify(paths: Sequence[str | Path], options: ReplayOptions | None = None, *,
                 if step.context is None or step.prompt.width != 4:
                     raise ConfigError(f"{step.request.source.path}: hashed traces carry no prompt text to replay")
                 ids = np.frombuffer(step.prompt.units, dtype="<u4").tolist()
-                res = eng.run(EngineRequest(step.request.id, ids, step.outcome.namespace, opts.decode_tokens,
-                                            opts.uncached, opts.repeats))
+                try:
+                    res = eng.run(EngineRequest(step.request.id, ids, step.outcome.namespace, opts.decode_tokens,
+                                                opts.uncached, opts.repeats))
+                except InputError as e:
+                    raise InputError(str(e), path=step.request.source.path, line=step.request.source.line) from None
                 rec = ReplayRecord(
                     id=step.request.id, path=step.request.source.path, line=step.request.source.line,
                     variant=variant, namespace=step.outcome.namespace, prompt_tokens=step.prompt.n_tokens,
@@ -480,6 +483,8 @@ def verify(paths: Sequence[str | Path], options: ReplayOptions | None = None, *,
                 records.append(rec)
                 if progress:
                     progress(rec)
+            if not any(r.variant == variant for r in records):
+                warnings.append(f"no requests to replay in {', '.join(str(p) for p in vpaths)}")
             for st in getattr(pipe, "inputs", []):
                 if getattr(st, "skipped_lines", 0):
                     warnings.append(f"{st.path}: {st.skipped_lines} malformed line(s) skipped")
