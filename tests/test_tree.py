@@ -90,15 +90,20 @@ def test_sweep_bounds_memory_under_ttl():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.lists(st.integers(0, 2), min_size=1, max_size=200), min_size=1, max_size=60))
-def test_spilled_tree_answers_exactly_like_the_in_memory_one(prompts):
-    plain, spilling = PrefixTree(), PrefixTree(spill_after=2)
-    for i, p in enumerate(prompts):
-        a = plain.access(units(p), len(p), None, i)
-        b = spilling.access(units(p), len(p), None, i)
-        assert a[0] == b[0] and a[2] == b[2]
-        spilling._spill_cold(spilling._tick)  # spill as eagerly as possible
-    assert sum(spilling.units_of(n) for n in spilling.iter_nodes()) == sum(plain.units_of(n) for n in plain.iter_nodes())
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(1, 300), st.integers(0, 2)), min_size=2, max_size=40))
+def test_spilled_tree_answers_exactly_like_the_in_memory_one(specs):
+    # prompts of up to 700 tokens drawn from four long bases: long shared edges that spill
+    bases = [[(b * 7 + i * 13) % 97 for i in range(700)] for b in range(4)]
+    prompts = [bases[b][:n] + [1000 + tail] * tail for b, n, tail in specs]
+    plain, spilling = PrefixTree(), PrefixTree(spill_after=1)
+    for rounds in range(2):  # the second round reads every prompt back through spilled edges
+        for i, p in enumerate(prompts):
+            a = plain.access(units(p), len(p), None, i)
+            b = spilling.access(units(p), len(p), None, i)
+            assert a[0] == b[0] and a[2] == b[2]
+            spilling._spill_cold(spilling._tick + 2)  # everything not touched right now is cold
+    assert [spilling.units_of(n) for n in spilling.iter_nodes()] == [plain.units_of(n) for n in plain.iter_nodes()]
+    assert (spilling.spilled_bytes > 0) == any(plain.units_of(n) >= 64 for n in plain.iter_nodes())
 
 
 def test_cold_edges_leave_memory():

@@ -89,6 +89,7 @@ class PrefixTree:
         # temporary file, so memory holds the prefixes in use, not every prefix ever seen.
         self.spill_after = spill_after if ttl is None and capacity_units is None else None
         self._spill_file: Any = None
+        self._spill_end = 0
         self._cold: collections.deque[tuple[int, Node]] = collections.deque()
         self.spilled_bytes = 0
 
@@ -251,8 +252,9 @@ class PrefixTree:
         cutoff = tick - self.spill_after
         cold = self._cold
         if self._spill_file is None:
-            self._spill_file = tempfile.TemporaryFile(prefix="promptcache-spill-")
-        fh = self._spill_file
+            self._spill_file = tempfile.TemporaryFile(prefix="promptcache-spill-", buffering=0)
+            self._spill_end = 0
+        fd = self._spill_file.fileno()
         while cold and cold[0][0] < cutoff:
             _, node = cold.popleft()
             if node.parent is None or node.spill >= 0:
@@ -262,10 +264,11 @@ class PrefixTree:
                 continue
             if node.nbytes < 256:
                 continue
-            fh.seek(0, os.SEEK_END)
-            node.spill = fh.tell()
-            fh.write(node.key)
-            self.spilled_bytes += node.nbytes
+            node.spill = self._spill_end
+            written = os.pwrite(fd, node.key, self._spill_end)  # unbuffered: readable at once
+            assert written == node.nbytes
+            self._spill_end += written
+            self.spilled_bytes += written
             node.key = node.key[:self.width]  # the first unit stays: it names the edge
 
     # ----------------------------------------------------------------- internals
