@@ -39,7 +39,7 @@ import json, sys
 from pathlib import Path
 from promptcache.replay.models import smollm2_gguf
 from promptcache.tokenize.hf_backend import load_gguf, load_hf_dir
-from promptcache.audit import AuditOptions, Pipeline
+from promptcache.pipeline import AuditOptions, Pipeline
 
 out, log = Path(sys.argv[1]), sys.argv[2]
 gguf = smollm2_gguf()

@@ -1,7 +1,18 @@
 """promptcache: find, price and fix what breaks LLM prompt caching.
 
-Library entry points: :func:`promptcache.audit.audit` (request logs → cache simulation and
-cost), with the data model in :mod:`promptcache.model`.
+The library behind the commands:
+
+- :func:`audit` (``promptcache audit``): request logs → simulated and priced caching, findings;
+- :func:`propose` (``promptcache propose``): stable-first templates, re-simulated;
+- :func:`export_trace` (``promptcache export``): an anonymised, replayable trace.
+
+Their results convert to pandas DataFrames (``.to_pandas()``; ``pip install
+'promptcache[data]'``). The pipeline itself is :mod:`promptcache.pipeline`; the data model
+:mod:`promptcache.model`.
 """
 
 __version__ = "0.1.0"
+
+from .api import Audit, Export, Proposals, audit, export_trace, propose  # noqa: E402
+
+__all__ = ["Audit", "Export", "Proposals", "audit", "export_trace", "propose", "__version__"]

@@ -6,7 +6,7 @@
 >>> res.findings_frame()               # one row per finding          # doctest: +SKIP
 >>> pc.propose(["samples/agent_timestamp.jsonl"]).to_pandas()        # doctest: +SKIP
 
-Results wrap the library's own objects (:class:`~promptcache.audit.AuditResult`,
+Results wrap the library's own objects (:class:`~promptcache.pipeline.AuditResult`,
 :class:`~promptcache.propose.engine.ProposeResult`) and let their attributes through. Tables
 are the ones ``--format csv|parquet`` writes (:mod:`promptcache.report.tables`); pandas is
 imported only by the ``*frame``/``to_pandas`` methods (``pip install 'promptcache[data]'``).
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .audit import AuditOptions, AuditResult
-from .audit import audit as _audit
+from .pipeline import AuditOptions, AuditResult
+from .pipeline import audit as _audit
 from .ingest import ReadOptions
 
 PathsLike = str | Path | Sequence[str | Path]
@@ -35,7 +35,7 @@ def options(*, cache_model: str | None = None, tokenizer: str | None = None, ttl
             capacity_tokens: int | None = None, block_size: int | None = None, prices: str | Path | None = None,
             model: str | None = None, input_format: str | None = None, hash_block_size: int | None = None,
             strict: bool = False, show_text: bool = False, top: int = 10, diagnose: bool = True) -> AuditOptions:
-    """The :class:`~promptcache.audit.AuditOptions` for the command-line options of the same
+    """The :class:`~promptcache.pipeline.AuditOptions` for the command-line options of the same
     names (``prices`` is ``--prices FILE``; sizes in tokens, ``ttl`` in seconds)."""
     return AuditOptions(cache_model=cache_model, tokenizer=tokenizer, ttl=ttl, capacity_tokens=capacity_tokens,
                         block_size=block_size, prices_file=str(prices) if prices else None, model=model, top=top,
@@ -46,7 +46,7 @@ def options(*, cache_model: str | None = None, tokenizer: str | None = None, ttl
 class Audit:
     """An audit's result with tables and reports.
 
-    Attributes of :class:`~promptcache.audit.AuditResult` (``outcomes``, ``scenarios``,
+    Attributes of :class:`~promptcache.pipeline.AuditResult` (``outcomes``, ``scenarios``,
     ``findings``, ``top_prefixes``, ``warnings`` ...) are available directly.
 
     Args:

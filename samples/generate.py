@@ -262,7 +262,7 @@ def malformed(rng: random.Random) -> list[str]:
 def fill_usage(records: list[dict]) -> None:
     """Put realistic prompt_tokens into the agent sample's usage (tiktoken, offline)."""
     sys.path.insert(0, str(HERE.parent))
-    from promptcache.audit import AuditOptions, audit  # noqa: E402
+    from promptcache.pipeline import AuditOptions, audit  # noqa: E402
 
     tmp = HERE / ".agent_tmp.jsonl"
     tmp.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")

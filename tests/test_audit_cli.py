@@ -9,7 +9,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from promptcache.audit import AuditOptions, audit
+from promptcache.pipeline import AuditOptions, audit
 from promptcache.cli import app
 from promptcache.tokenize.tiktoken_backend import load_encoding
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from promptcache.audit import AuditOptions, audit
+from promptcache.pipeline import AuditOptions, audit
 from promptcache.diagnose.examples import check_examples, expand
 from promptcache.diagnose.rules import KINDS, load_rules
 from promptcache.tokenize.tiktoken_backend import load_encoding

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from promptcache.audit import AuditOptions, assemble, audit
+from promptcache.pipeline import AuditOptions, assemble, audit
 from promptcache.cli import _dask_default
 from promptcache.distributed import audit_partition, merge
 from promptcache.pricing import PriceBook

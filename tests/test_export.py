@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from promptcache.api import audit as api_audit, export_trace
-from promptcache.audit import Pipeline
+from promptcache.pipeline import Pipeline
 from promptcache.export.mooncake import chain_hashes, load_salt
 
 from conftest import ROOT, SAMPLES, write_jsonl

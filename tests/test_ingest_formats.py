@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from promptcache.audit import AuditOptions, audit
+from promptcache.pipeline import AuditOptions, audit
 from promptcache.errors import InputError
 from promptcache.ingest import PARSERS, InputStats, ReadOptions, detect, read_requests
 from promptcache.ingest.usage import langfuse_usage, litellm_usage, otel_usage

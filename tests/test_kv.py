@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from typer.testing import CliRunner
 
-from promptcache.audit import AuditOptions, audit
+from promptcache.pipeline import AuditOptions, audit
 from promptcache.cli import app
 from promptcache.errors import ConfigError, InputError
 from promptcache.kv.arch import from_config, kv_bytes_per_token, normalize_dtype

@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from promptcache.audit import AuditOptions, audit
+from promptcache.pipeline import AuditOptions, audit
 from promptcache.content import canonical_json, extract_sentences
 from promptcache.ingest import InputStats, read_requests
 from promptcache.propose.engine import propose

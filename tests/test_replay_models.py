@@ -83,7 +83,7 @@ def test_default_model_is_the_wheels_gguf():
 
 
 def test_core_import_path_stays_free_of_torch():
-    code = ("import sys, promptcache.cli, promptcache.audit, promptcache.replay, promptcache.replay.verify, "
+    code = ("import sys, promptcache.cli, promptcache.pipeline, promptcache.replay, promptcache.replay.verify, "
             "promptcache.replay.pool, promptcache.cli.replay; "
             "print(sorted(m for m in ('torch', 'transformers', 'vllm') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

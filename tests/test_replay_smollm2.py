@@ -42,7 +42,7 @@ def _messages(record: dict) -> tuple[list[dict], list | None]:
 
 @pytest.mark.parametrize("sample", ["agent_timestamp.jsonl", "support_bot.jsonl", "well_structured.jsonl"])
 def test_pipeline_ids_equal_apply_chat_template(sample):
-    from promptcache.audit import AuditOptions, Pipeline
+    from promptcache.pipeline import AuditOptions, Pipeline
 
     path = SAMPLES / sample
     records = {}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from promptcache.audit import AuditOptions, audit
+from promptcache.pipeline import AuditOptions, audit
 
 TRACE = Path(__file__).parent / "data" / "mooncake_conversation_trace.jsonl.gz"
 B = 512

@@ -103,7 +103,8 @@ def test_spilled_tree_answers_exactly_like_the_in_memory_one(specs):
             assert a[0] == b[0] and a[2] == b[2]
             spilling._spill_cold(spilling._tick + 2)  # everything not touched right now is cold
     assert [spilling.units_of(n) for n in spilling.iter_nodes()] == [plain.units_of(n) for n in plain.iter_nodes()]
-    assert (spilling.spilled_bytes > 0) == any(plain.units_of(n) >= 64 for n in plain.iter_nodes())
+    if any(plain.units_of(n) >= 64 for n in plain.iter_nodes()):  # an edge of 256+ bytes ended cold
+        assert spilling.spilled_bytes > 0
 
 
 def test_cold_edges_leave_memory():

@@ -10,7 +10,7 @@ from typing import Optional
 
 import typer
 
-from ..audit import audit
+from ..pipeline import audit
 from ..diagnose.rules import RANK
 from ..errors import ConfigError, ExitCode
 from .common import (BlockSize, CacheModel, Capacity, HashBlock, InputFormat, Logs, Model, Prices, Severity,

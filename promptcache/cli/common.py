@@ -9,7 +9,7 @@ from typing import Annotated, Callable, Optional, TypeVar
 import typer
 from rich.console import Console
 
-from ..audit import AuditOptions
+from ..pipeline import AuditOptions
 from ..ingest import ReadOptions, available_formats
 
 T = TypeVar("T")

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from ..audit import Pipeline, Step, _Context
+from ..pipeline import Pipeline, Step, _Context
 from ..content import canonical_json, documents, looks_like_documents, normalize_whitespace, stable_documents
 from ..model import Part, Request
 from ..prefix.lcp import common_prefix
@@ -133,7 +133,7 @@ def _tool_name(p: Part) -> str:
 
 
 class Diagnoser:
-    """Streams :class:`~promptcache.audit.Step` s and collects :class:`Candidate` s.
+    """Streams :class:`~promptcache.pipeline.Step` s and collects :class:`Candidate` s.
 
     Args:
         pipeline: the running pipeline (rules per namespace, providers).

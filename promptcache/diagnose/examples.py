@@ -49,7 +49,7 @@ def expand(obj: Any) -> Any:
 
 def fired(rule: Rule, case: list[dict[str, Any]], options: dict[str, Any] | None = None) -> list[str]:
     """Rule ids the diagnosis reports on one example case."""
-    from ..audit import AuditOptions, audit
+    from ..pipeline import AuditOptions, audit
 
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / f"{rule.id}.jsonl"

@@ -2,7 +2,7 @@
 
 Providers and engines partition their caches by model (and cache key); so does the audit. A
 request's partition is a stable hash of its provider rules and model
-(:meth:`~promptcache.audit.Pipeline.partition_of`), so each partition holds whole caches
+(:meth:`~promptcache.pipeline.Pipeline.partition_of`), so each partition holds whole caches
 (ideal and simulated) and whole diagnosis groups, and its results merge without loss: outcomes
 are put back in the single-run arrival order and re-numbered, cause instances are grouped
 afterwards, shared prefixes ranked together. The result equals a single-process audit
@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..audit import AuditOptions, AuditResult, Partial, Pipeline, assemble, collect, stretch_rank
+from ..pipeline import AuditOptions, AuditResult, Partial, Pipeline, assemble, collect, stretch_rank
 from ..errors import ConfigError
 from ..pricing import PriceBook
 

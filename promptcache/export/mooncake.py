@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..audit import AuditOptions, Pipeline
+from ..pipeline import AuditOptions, Pipeline
 from ..errors import ConfigError
 
 FORMATS = {"mooncake": 512, "bailian": 16}

@@ -1,6 +1,6 @@
 """Hit ratio against KV-cache capacity (LRU), many capacities in one pass over a log.
 
-The log runs through the audit pipeline once (:class:`promptcache.audit.Pipeline`: ingest,
+The log runs through the audit pipeline once (:class:`promptcache.pipeline.Pipeline`: ingest,
 render, tokenize); every prompt then feeds one :class:`~promptcache.simulate.PrefixSim` per
 capacity, built from the engine's rules (``rules/providers/vllm.yaml`` or ``sglang.yaml``)
 with ``capacity_tokens`` set, plus one without a capacity (the unbounded ratio). A capacity is
@@ -249,7 +249,7 @@ def sweep_logs(paths: Sequence[str | Path], capacities: Sequence[int] | None = N
         InputError: for unreadable logs (malformed lines are skipped and counted unless
             ``strict``).
     """
-    from ..audit import AuditOptions, Pipeline
+    from ..pipeline import AuditOptions, Pipeline
     from ..ingest import ReadOptions
 
     rules = engine_rules(engine, block_size=block_size, model=model)

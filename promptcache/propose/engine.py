@@ -25,7 +25,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from ..audit import AuditOptions, AuditResult, Pipeline, ScenarioTotals, Step, price, run
+from ..pipeline import AuditOptions, AuditResult, Pipeline, ScenarioTotals, Step, price, run
 from ..content import extract_sentences, sentence_span, stable_documents
 from ..errors import BadRecord, ConfigError
 from ..ingest import PARSERS, detect

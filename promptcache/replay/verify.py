@@ -2,7 +2,7 @@
 and compare what it measures with what the simulator predicts.
 
 For each variant (the original log, then the proposed one when given) the audit pipeline
-(:class:`promptcache.audit.Pipeline`) renders and tokenizes every request with the engine's
+(:class:`promptcache.pipeline.Pipeline`) renders and tokenizes every request with the engine's
 own tokenizer and chat template and simulates it under the vLLM rules with the engine's block
 size and capacity; the engine then runs exactly those token ids. The engine's cache is emptied
 before each variant, as each variant gets a fresh simulator.
@@ -384,7 +384,7 @@ def _tokenizer_vocab(spec: str) -> int:
 
 def _pipeline(paths: Sequence[str | Path], requests: Iterable[Request] | None, tokenizer: str,
               opts: ReplayOptions, capacity_tokens: int | None) -> Any:
-    from ..audit import AuditOptions, Pipeline
+    from ..pipeline import AuditOptions, Pipeline
 
     aopts = AuditOptions(cache_model="vllm", tokenizer=tokenizer, block_size=opts.block_size,
                          capacity_tokens=capacity_tokens,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from ..audit import SCENARIOS, AuditResult, ScenarioTotals
+from ..pipeline import SCENARIOS, AuditResult, ScenarioTotals
 
 SCHEMA = "promptcache.audit/v1"
 

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..audit import AuditResult
+from ..pipeline import AuditResult
 
 
 def usd(v: Decimal | None) -> str:

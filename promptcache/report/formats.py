@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..audit import AuditResult
+from ..pipeline import AuditResult
 
 FORMATS = ("html", "markdown", "csv", "parquet")
 

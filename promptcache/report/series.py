@@ -1,6 +1,6 @@
 """Per-request costs and the time series the charts draw, computed once from an audit result.
 
-Prices come from :func:`promptcache.audit.request_costs`, the same function that totals the
+Prices come from :func:`promptcache.pipeline.request_costs`, the same function that totals the
 scenarios, so a chart and the summary can never disagree about what a request cost.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from ..audit import SCENARIOS, AuditResult, request_costs
+from ..pipeline import SCENARIOS, AuditResult, request_costs
 from ..pricing import PriceBook
 
 #: Bins of the time series (fewer when the log has fewer requests).
