@@ -86,3 +86,37 @@ def test_replay_on_real_smollm2(tmp_path, monkeypatch):
     assert res.summary().max_logits_diff < 1e-4
     assert recs[1].output_ids == recs[2].output_ids  # same prompt, same greedy answer
     assert res.info["kv_bytes_per_token"] == 30 * 2 * 3 * 64 * 4  # layers × K,V × KV heads × head dim × fp32
+
+
+def test_audit_verify_replays_original_and_proposed(tmp_path):
+    """``audit --propose --verify``: the proposal (timestamp moved out of the system prompt) is
+    replayed after the original; measured cached tokens equal the simulation in both, the
+    original reuses less than one block per request (its first differing token is near the start)
+    and the proposal reuses the whole shared system prompt."""
+    from typer.testing import CliRunner
+
+    from promptcache.cli import app
+    from replay_util import chat_log
+
+    log = chat_log(tmp_path / "chat.jsonl", sessions=2, turns=2, system_words=80)
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    for i, r in enumerate(rows):
+        sys_msg = r["request"]["messages"][0]
+        sys_msg["content"] = f"Current time: 2026-11-29T10:{i:02d}:17Z. " + sys_msg["content"]
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    res = CliRunner().invoke(app, ["audit", str(log), "--propose", "--verify", "--verify-limit", "3", "-f", "json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    rep = doc["replay"]
+    assert rep["ok"] is True
+    assert doc["proposed_summary"]["written"] is None  # the scratch copy is not reported
+    by = {v: s for v, s in rep["variants"].items()}
+    assert set(by) == {"original", "proposed"}
+    for s in by.values():
+        assert s["requests"] == 3
+        assert s["cached_tokens_measured"] == s["cached_tokens_simulated"]
+    # Original: every system prompt differs at the timestamp's minute (character ~30, under 16
+    # tokens in), so at most the first block is shared. Proposed: the ~100-token system prompt
+    # is shared by requests 2 and 3 (at least 5 blocks each).
+    assert by["original"]["cached_tokens_measured"] <= 2 * 16
+    assert by["proposed"]["cached_tokens_measured"] >= 2 * 5 * 16

