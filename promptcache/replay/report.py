@@ -152,9 +152,12 @@ def render_replay(res: ReplayResult, console: Any, *, per_request: bool | None =
         mism = res.mismatched_outputs
         diff = f" (largest last-token logit difference {s.max_logits_diff:.2e})" if s.max_logits_diff is not None else ""
         if mism:
+            dtype = str(info.get("dtype") or "")
+            why = (f"{dtype} rounding alone flips near-tied tokens (cached and uncached prefills run different "
+                   "kernels): rerun with --dtype float32 to tell a wrong cache from rounding"
+                   if dtype in ("bfloat16", "float16") else "the cache is wrong (or the numerics of this device are)")
             console.print(f"[red]Greedy tokens with and without the cache DIFFER on {len(mism)} of {s.outputs_compared} "
-                          f"request(s)[/]{diff}: the cache is wrong (or the numerics of this device/dtype are).",
-                          highlight=False)
+                          f"request(s)[/]{diff}: {why}.", highlight=False)
         else:
             console.print(f"Greedy tokens with and without the cache are identical on all {s.outputs_compared} "
                           f"request(s){diff}.", highlight=False)
