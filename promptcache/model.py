@@ -11,7 +11,8 @@ start at 1; money is :class:`decimal.Decimal` in USD.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+from collections.abc import Mapping
+from typing import Any, Literal
 
 #: Where a request's content part came from, in the provider's vocabulary.
 PartKind = Literal[

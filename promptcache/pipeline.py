@@ -18,7 +18,8 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Mapping
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 

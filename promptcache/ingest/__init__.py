@@ -11,7 +11,8 @@ import heapq
 import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from collections.abc import Mapping
+from typing import Any, Callable, Iterator
 
 from ..errors import BadRecord, InputError
 from ..model import Request, Source, Usage

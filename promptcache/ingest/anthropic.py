@@ -7,7 +7,8 @@ archived copy read is dated 2026-08-21).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..errors import BadRecord
 from ..model import Breakpoint, Part

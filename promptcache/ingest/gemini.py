@@ -13,7 +13,8 @@ Usage (``usageMetadata``) is normalised by :mod:`promptcache.ingest.usage`.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..errors import BadRecord
 from ..model import Part

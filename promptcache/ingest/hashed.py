@@ -20,7 +20,8 @@ timestamp from seconds to milliseconds
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..errors import BadRecord
 from ..model import HashedPrompt, Request, Source

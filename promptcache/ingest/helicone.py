@@ -15,7 +15,8 @@ readers as a bare body; without one the row is a usage-only request.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..errors import BadRecord
 from ..model import Part, Request, Source

@@ -15,7 +15,8 @@ is what the integration logged: a message list, a request body (``{"messages": .
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..errors import BadRecord
 from ..model import Part, Request, Source

@@ -16,7 +16,8 @@ usage-only request. Cache token counts live in ``metadata.usage_object`` (spend 
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..errors import BadRecord
 from ..model import Part, Request, Source

@@ -7,7 +7,8 @@ https://platform.openai.com/docs/api-reference/responses/create (checked 2026-11
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..errors import BadRecord
 from ..model import Breakpoint, Part

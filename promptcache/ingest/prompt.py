@@ -8,7 +8,8 @@ A prompt is one user part with no chat history; a list of prompts is one request
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..errors import BadRecord
 from ..model import Part, Request, Source

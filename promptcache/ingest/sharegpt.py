@@ -13,7 +13,8 @@ the growing history, exactly what a chat client resends and what a prefix cache 
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..errors import BadRecord
 from ..model import Part, Request, Source

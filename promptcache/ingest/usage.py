@@ -17,7 +17,8 @@ Meanings (sources, checked 2026-11-29):
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..errors import BadRecord
 from ..model import Usage
