@@ -9,19 +9,14 @@ drive ``promptcache audit`` (on traffic) and ``promptcache lint`` (on templates)
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from collections.abc import Mapping
 from typing import Any
 
-import yaml
-
-#: libyaml's loader when PyYAML was built with it (several times faster), else the pure one.
-YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
+from ..datafiles import RULES_DIR, read_mapping
 from ..errors import ConfigError
-from ..simulate.rules import RULES_DIR
 
 #: The closed set of check kinds a rule may use. ``template`` rules (template syntax, suppression
 #: bookkeeping, static prefix length, the prefix lockfile) are checked by ``promptcache lint`` only
@@ -102,15 +97,7 @@ def parse_rule(path: Path) -> Rule:
     Raises:
         ConfigError: naming the file and the bad key or value.
     """
-    try:
-        d = yaml.load(path.read_text(encoding="utf-8"), Loader=YAML_LOADER)
-    except (OSError, yaml.YAMLError) as e:
-        raise ConfigError(f"{path}: {e}") from None
-    if not isinstance(d, dict):
-        raise ConfigError(f"{path}: a rule file holds a mapping")
-    bad = set(d) - _KEYS
-    if bad:
-        raise ConfigError(f"{path}: unknown key(s) {', '.join(sorted(bad))}; allowed: {', '.join(sorted(_KEYS))}")
+    d = read_mapping(path, _KEYS)
     for k in ("id", "code", "kind", "severity", "summary", "message", "why", "fix"):
         if k not in d:
             raise ConfigError(f"{path}: missing required key {k!r}")

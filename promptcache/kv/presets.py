@@ -10,18 +10,15 @@ these files, never in code.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import date
 from functools import lru_cache
 from pathlib import Path
-from collections.abc import Mapping
 from typing import Any
 
-import yaml
-
+from ..datafiles import RULES_DIR, check_id, check_source, load_dir, read_mapping
 from ..errors import ConfigError, InputError
 
-RULES_DIR = Path(__file__).resolve().parent.parent / "_rules"
 _PRESET_KEYS = {"id", "name", "source", "checked", "read_from", "notes", "config", "published_params", "weights_dtype"}
 _DEFAULT_KEYS = {"gpu_memory_utilization", "gpu_tflops", "mfu"}
 
@@ -55,37 +52,15 @@ class Preset:
     path: str = ""
 
 
-def _check_source(d: Mapping[str, Any], where: str) -> None:
-    src = d.get("source")
-    if not isinstance(src, str) or not src.startswith("http"):
-        raise ConfigError(f"{where}: needs a 'source' URL")
-    chk = d.get("checked")
-    if isinstance(chk, date):
-        return
-    try:
-        date.fromisoformat(str(chk))
-    except ValueError:
-        raise ConfigError(f"{where}: 'checked' must be a date (YYYY-MM-DD), got {chk!r}") from None
-
-
 def parse_preset(path: Path) -> Preset:
     """Load and validate one preset file.
 
     Raises:
         ConfigError: naming the file and the bad key.
     """
-    try:
-        d = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as e:
-        raise ConfigError(f"{path}: {e}") from None
-    if not isinstance(d, dict):
-        raise ConfigError(f"{path}: not a mapping")
-    bad = set(d) - _PRESET_KEYS
-    if bad:
-        raise ConfigError(f"{path}: unknown key(s) {', '.join(sorted(bad))}; allowed: {', '.join(sorted(_PRESET_KEYS))}")
-    _check_source(d, str(path))
-    if d.get("id") != path.stem:
-        raise ConfigError(f"{path}: 'id' must equal the file name ({path.stem!r})")
+    d = read_mapping(path, _PRESET_KEYS)
+    check_source(d, str(path))
+    check_id(d, path)
     cfg = d.get("config")
     if not isinstance(cfg, dict) or not cfg:
         raise ConfigError(f"{path}: 'config' must be a mapping of config.json keys")
@@ -107,11 +82,7 @@ def load_presets(directory: str | None = None) -> dict[str, Preset]:
     Raises:
         ConfigError: for the first invalid file.
     """
-    d = Path(directory) if directory else RULES_DIR / "models"
-    files = sorted(d.glob("*.yaml"))
-    if not files:
-        raise ConfigError(f"no model presets in {d}")
-    return {p.stem: parse_preset(p) for p in files}
+    return load_dir(directory, "models", parse_preset, "model presets")
 
 
 def preset(name: str) -> Preset:
@@ -156,11 +127,8 @@ def load_defaults(path: str | None = None) -> Defaults:
         ConfigError: naming the file and the bad key.
     """
     p = Path(path) if path else RULES_DIR / "kv.yaml"
-    try:
-        d = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as e:
-        raise ConfigError(f"{p}: {e}") from None
-    if not isinstance(d, dict) or set(d) != _DEFAULT_KEYS:
+    d = read_mapping(p)
+    if set(d) != _DEFAULT_KEYS:
         raise ConfigError(f"{p}: needs exactly the keys {', '.join(sorted(_DEFAULT_KEYS))}")
     out = {}
     for k in sorted(_DEFAULT_KEYS):
@@ -168,7 +136,7 @@ def load_defaults(path: str | None = None) -> Defaults:
         where = f"{p}: {k}"
         if not isinstance(v, dict) or not isinstance(v.get("value"), (int, float)):
             raise ConfigError(f"{where}: needs a numeric 'value'")
-        _check_source(v, where)
+        check_source(v, where)
         out[k] = Default(float(v["value"]), v["source"], str(v["checked"]), " ".join(str(v.get("notes", "")).split()))
     return Defaults(path=str(p), **out)
 

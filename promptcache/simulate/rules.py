@@ -10,21 +10,16 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass, field, replace
-from datetime import date
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
-from collections.abc import Mapping
 from typing import Any
 
-import yaml
-
-#: libyaml's loader when PyYAML was built with it (several times faster), else the pure one.
-YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
+from ..datafiles import RULES_DIR, check_id, check_source, load_dir, read_mapping
 from ..errors import ConfigError
 from ..render import FRAMINGS, SECTIONS, Layout
 
-RULES_DIR = Path(__file__).resolve().parent.parent / "_rules"
+__all__ = ["RULES_DIR", "MODES", "CacheRules", "ProviderFile", "load_providers", "provider", "parse_provider_file"]
 MODES = ("prefix", "boundaries", "breakpoints")
 
 _FILE_KEYS = {"id", "name", "kind", "source", "checked", "notes", "render", "tokenizer", "namespace",
@@ -161,37 +156,15 @@ def _patterns(v: Any, where: str) -> tuple[str, ...]:
     raise ConfigError(f"{where}: 'match' must be a pattern or a list of patterns")
 
 
-def _check_source(d: Mapping[str, Any], where: str) -> None:
-    src = d.get("source")
-    if not isinstance(src, str) or not src.startswith("http"):
-        raise ConfigError(f"{where}: every entry needs a 'source' URL")
-    chk = d.get("checked")
-    if isinstance(chk, date):
-        return
-    try:
-        date.fromisoformat(str(chk))
-    except ValueError:
-        raise ConfigError(f"{where}: 'checked' must be a date (YYYY-MM-DD), got {chk!r}") from None
-
-
 def parse_provider_file(path: Path) -> ProviderFile:
     """Load and validate one provider file.
 
     Raises:
         ConfigError: naming the file and the bad key.
     """
-    try:
-        d = yaml.load(path.read_text(encoding="utf-8"), Loader=YAML_LOADER)
-    except (OSError, yaml.YAMLError) as e:
-        raise ConfigError(f"{path}: {e}") from None
-    if not isinstance(d, dict):
-        raise ConfigError(f"{path}: not a mapping")
-    unknown = set(d) - _FILE_KEYS
-    if unknown:
-        raise ConfigError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(_FILE_KEYS))}")
-    _check_source(d, str(path))
-    if d.get("id") != path.stem:
-        raise ConfigError(f"{path}: 'id' must equal the file name ({path.stem!r})")
+    d = read_mapping(path, _FILE_KEYS)
+    check_source(d, str(path))
+    check_id(d, path)
     render = d.get("render") or {}
     order = tuple(render.get("order", ("params", "system", "tools", "messages")))
     if sorted(order) != sorted(SECTIONS):
@@ -209,7 +182,7 @@ def parse_provider_file(path: Path) -> ProviderFile:
             raise ConfigError(f"{where}: unknown key(s) {', '.join(sorted(bad))}")
         if m.get("mode") not in MODES:
             raise ConfigError(f"{where}: 'mode' must be one of {', '.join(MODES)}")
-        _check_source(m, where)
+        check_source(m, where)
         models.append((_patterns(m.get("match"), where), m))
     if not models:
         raise ConfigError(f"{path}: no 'models' entries")
@@ -220,7 +193,7 @@ def parse_provider_file(path: Path) -> ProviderFile:
         mins.append((_patterns(e.get("match"), f"{path}: min_tokens[{i}]"), int(e["tokens"])))
     retention = {}
     for k, v in (d.get("retention") or {}).items():
-        _check_source(v, f"{path}: retention.{k}")
+        check_source(v, f"{path}: retention.{k}")
         retention[str(k)] = float(v["seconds"])
     return ProviderFile(
         id=d["id"], name=str(d.get("name", d["id"])), kind=str(d.get("kind", "provider")), source=d["source"],
@@ -239,11 +212,7 @@ def load_providers(directory: str | None = None) -> dict[str, ProviderFile]:
     Raises:
         ConfigError: for the first invalid file.
     """
-    d = Path(directory) if directory else RULES_DIR / "providers"
-    files = sorted(d.glob("*.yaml"))
-    if not files:
-        raise ConfigError(f"no provider files in {d}")
-    return {p.stem: parse_provider_file(p) for p in files}
+    return load_dir(directory, "providers", parse_provider_file, "provider files")
 
 
 def provider(name: str) -> ProviderFile:
