@@ -22,6 +22,12 @@ class ExitCode(IntEnum):
     USAGE = 2
     INTERNAL = 3
     INTERRUPTED = 130
+    PIPE_CLOSED = 141
+
+
+class OutputClosed(Exception):
+    """The reader of stdout went away (``promptcache audit LOG | head``): exit 141, the shell's
+    SIGPIPE convention, quietly. Not an ``OSError``, so no layer mistakes it for a failure."""
 
 
 class PromptcacheError(Exception):

@@ -129,3 +129,44 @@ def test_reports_are_written_with_ordinary_permissions(tmp_path):
         assert stat.S_IMODE(os.stat(tmp_path / "salt").st_mode) == 0o600
     finally:
         os.umask(umask)
+
+
+@pytest.mark.parametrize("args, says", [
+    (["audit", str(SAMPLES / "agent_timestamp.jsonl"), "--fail-on", "critical"], "Invalid value for '--fail-on'"),
+    (["audit", str(SAMPLES / "agent_timestamp.jsonl"), "--no-such-option"], "No such option"),
+    (["audit"], "Missing argument"),
+    (["no-such-command"], "No such command"),
+])
+def test_usage_errors_exit_2_without_traceback(args, says):
+    p = run_cli(*args)
+    assert p.returncode == 2, p.stderr
+    assert says in p.stderr and "Traceback" not in p.stderr and "internal error" not in p.stderr
+
+
+def test_error_messages_keep_their_brackets(monkeypatch, capsys):
+    """Install hints like ``pip install 'promptcache[data]'`` are printed as written, not eaten
+    as Rich markup."""
+    import promptcache.cli as cli
+    from promptcache.errors import ConfigError
+
+    def boom(*a, **k):
+        raise ConfigError("Parquet output needs pyarrow: pip install 'promptcache[data]'")
+    monkeypatch.setattr(cli, "app", boom)
+    monkeypatch.setattr(sys, "argv", ["promptcache", "audit"])
+    with pytest.raises(SystemExit) as e:
+        cli.main()
+    assert e.value.code == 2
+    assert "pip install 'promptcache[data]'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_closed_output_pipe_is_not_a_finding(fmt):
+    """``promptcache audit LOG | head -1``: exit 141 (the shell's SIGPIPE convention), not 1
+    (findings at or above --fail-on), and nothing on stderr. The reader closes before the
+    report is written (the audit takes a second), so the first write fails."""
+    proc = subprocess.Popen([sys.executable, "-m", "promptcache", "audit", str(SAMPLES / "agent_timestamp.jsonl"),
+                             "--format", fmt], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait() == 141, err
+    assert err == ""

@@ -12,7 +12,7 @@ import sys
 import typer
 
 from .. import __version__
-from ..errors import ExitCode, PromptcacheError
+from ..errors import ExitCode, OutputClosed, PromptcacheError
 from . import audit as _audit
 from . import export as _export
 from . import lint as _lint
@@ -64,33 +64,57 @@ def _dask_default(argv: list[str]) -> list[str]:
     return out
 
 
+def _click_errors() -> tuple[tuple[type, ...], tuple[type, ...]]:
+    """(usage errors, aborts) of click and of the click Typer vendors (``typer._click``, Typer
+    0.20 and later), whichever are installed."""
+    usage: list[type] = []
+    aborts: list[type] = []
+    for mod in ("typer._click.exceptions", "typer.exceptions", "click.exceptions"):
+        try:
+            m = __import__(mod, fromlist=["ClickException", "Abort"])
+        except ImportError:
+            continue
+        if hasattr(m, "ClickException"):
+            usage.append(m.ClickException)
+        if hasattr(m, "Abort"):
+            aborts.append(m.Abort)
+    return tuple(usage), tuple(aborts)
+
+
 def main() -> None:
-    """Console entry point: run the app and map errors to exit codes."""
+    """Console entry point: run the app and map errors to exit codes (0 done, 1 findings at or
+    above ``--fail-on``, 2 bad input or usage, 3 a bug, 130 interrupted, 141 output pipe closed)."""
     from rich.console import Console
+    from rich.markup import escape
 
     err = Console(stderr=True)
+    usage, aborts = _click_errors()
     try:
         rc = app(args=_dask_default(sys.argv[1:]), standalone_mode=False)
+        sys.stdout.flush()
     except PromptcacheError as e:
-        err.print(f"[red]error:[/] {e}", highlight=False, soft_wrap=True)
+        err.print(f"[red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
         sys.exit(int(e.exit_code))
     except KeyboardInterrupt:
         err.print("interrupted")
         sys.exit(int(ExitCode.INTERRUPTED))
+    except (OutputClosed, BrokenPipeError):  # `promptcache audit LOG | head`: the reader left
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(int(ExitCode.PIPE_CLOSED))
     except (typer.Exit, SystemExit) as e:
         code = getattr(e, "exit_code", getattr(e, "code", 0))
         sys.exit(int(code or 0))
-    except Exception as e:  # click usage errors have their own exit code
-        import click
-
-        if isinstance(e, click.exceptions.ClickException):
-            e.show()
-            sys.exit(int(ExitCode.USAGE))
-        if isinstance(e, click.exceptions.Abort):
-            sys.exit(int(ExitCode.INTERRUPTED))
+    except usage as e:  # bad options or arguments: click's one-line message and usage hint
+        e.show()
+        sys.exit(int(ExitCode.USAGE))
+    except aborts:
+        sys.exit(int(ExitCode.INTERRUPTED))
+    except Exception as e:
         import traceback
 
-        err.print(f"[red]internal error (a bug in promptcache):[/] {type(e).__name__}: {e}")
-        err.print("[dim]" + "".join(traceback.format_exception(e)[-3:]) + "[/]", highlight=False)
+        err.print(f"[red]internal error (a bug in promptcache):[/] {escape(f'{type(e).__name__}: {e}')}")
+        err.print("[dim]" + escape("".join(traceback.format_exception(e)[-3:])) + "[/]", highlight=False)
         sys.exit(int(ExitCode.INTERNAL))
     sys.exit(int(rc or 0))

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Callable, Optional, TypeVar
+from typing import Any, Annotated, Callable, Optional, TypeVar
 
 import typer
 from rich.console import Console
 
+from ..errors import OutputClosed
 from ..pipeline import AuditOptions
 from ..ingest import ReadOptions, available_formats
 
@@ -63,7 +64,19 @@ def with_progress(label: str, fn: Callable[[Callable[[int], None] | None], T]) -
         return fn(lambda k: bar.update(task, description=f"{label}: {k:,} requests"))
 
 
-def report_console() -> Console:
-    """The console for text reports: the terminal's width, or 130 columns when piped."""
-    out = Console(soft_wrap=False)
-    return out if out.is_terminal else Console(soft_wrap=False, width=130)
+class _ReportConsole(Console):
+    """A console whose closed output pipe (``promptcache audit LOG | head``) surfaces as
+    :class:`~promptcache.errors.OutputClosed` (exit 141), not Rich's exit 1, which would read
+    as "findings at or above --fail-on"."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise OutputClosed
+
+
+def report_console(width: int = 130, **kwargs: Any) -> Console:
+    """The console for text reports on stdout: the terminal's width, or ``width`` columns when
+    piped; extra keyword arguments go to :class:`rich.console.Console`."""
+    kwargs.setdefault("soft_wrap", False)
+    out = _ReportConsole(**kwargs)
+    return out if out.is_terminal else _ReportConsole(width=width, **kwargs)

@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 
 from ..errors import ConfigError
+from .common import report_console
 from .output import emit
 
 
@@ -101,8 +102,6 @@ def kv_cmd(
             return 0
     from ..kv.report import render_kv
 
-    out = Console(soft_wrap=False)
-    if not out.is_terminal:
-        out = Console(soft_wrap=False, width=130)
+    out = report_console(130)
     render_kv(report, out)
     return 0

@@ -7,6 +7,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ..errors import OutputClosed
+
 
 def write_atomic(path: str | Path, data: str | bytes, mode: int | None = None) -> None:
     """Write a file atomically (temporary file in the same directory, then rename), with the
@@ -41,7 +43,10 @@ def emit(data: str, output: Path | None) -> None:
     if output is not None:
         write_atomic(output, data)
     else:
-        sys.stdout.write(data)
-        if not data.endswith("\n"):
-            sys.stdout.write("\n")
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(data)
+            if not data.endswith("\n"):
+                sys.stdout.write("\n")
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise OutputClosed from None

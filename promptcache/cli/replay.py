@@ -14,6 +14,7 @@ from rich.console import Console
 
 from ..errors import ExitCode
 from ..ingest import ReadOptions, available_formats
+from .common import report_console
 from .output import emit
 
 
@@ -84,8 +85,6 @@ def replay_cmd(
         emit(json.dumps(replay_record(res), ensure_ascii=False, indent=1), output)
         if output is None:
             return code
-    out = Console(soft_wrap=False)
-    if not out.is_terminal:
-        out = Console(soft_wrap=False, width=150)
+    out = report_console(150)
     render_replay(res, out, per_request=per_request)
     return code

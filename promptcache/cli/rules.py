@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import ExitCode
+from .common import report_console
 
 app = typer.Typer(help="List the rules, or show one rule's documentation.", no_args_is_help=False,
                   invoke_without_command=True, add_completion=False)
@@ -43,10 +44,7 @@ def rules_list(ctx: typer.Context,
         table.add_column(col, overflow="fold")
     for r in rules:
         table.add_row(r.code, r.id, r.severity, _applies(r), r.summary)
-    con = Console(soft_wrap=False)
-    if not con.is_terminal:
-        con = Console(width=160)
-    con.print(table)
+    report_console(160).print(table)
     return int(ExitCode.OK)
 
 
