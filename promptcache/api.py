@@ -123,7 +123,7 @@ class Audit:
 
         html = render_html(self.record(), title=title)
         if path is not None:
-            from .cli.output import write_atomic
+            from .fileio import write_atomic
 
             write_atomic(path, html)
         return html
@@ -186,7 +186,7 @@ class Proposals:
 
         html = render_html(self.before.record(), self.records(), after=self._after_summary(), title=title)
         if path is not None:
-            from .cli.output import write_atomic
+            from .fileio import write_atomic
 
             write_atomic(path, html)
         return html
@@ -309,11 +309,15 @@ def export_trace(paths: PathsLike, output: str | Path | None = None, *, to: str 
     from .export.mooncake import export as _export, load_salt
 
     o = opts.pop("options", None) or options(diagnose=False, **opts)
+    if output is not None:
+        from .fileio import refuse_inputs
+
+        refuse_inputs([output], _paths(paths))
     key = salt if salt is not None else load_salt(salt_file)
     res = _export(_paths(paths), o, to=to, block_tokens=block_tokens, salt=key)
     if output is not None:
         from .export.mooncake import write_trace
 
-        write_trace(output, res.records)
+        write_trace(output, res.records, _paths(paths))
     return Export(str(output) if output is not None else None, res.format, res.block_tokens, res.records,
                   res.distinct_blocks)

@@ -116,7 +116,7 @@ def test_reports_are_written_with_ordinary_permissions(tmp_path):
     import os
     import stat
 
-    from promptcache.cli.output import write_atomic
+    from promptcache.fileio import write_atomic
 
     umask = os.umask(0o022)
     try:
@@ -170,3 +170,27 @@ def test_closed_output_pipe_is_not_a_finding(fmt):
     err = proc.stderr.read().decode()
     assert proc.wait() == 141, err
     assert err == ""
+
+
+def test_outputs_never_overwrite_inputs(tmp_path):
+    """``--write-proposed`` or ``-o`` naming an input (directly or through a link) fails before
+    any work, and the input is byte-for-byte unchanged; a link to another file is written
+    through (the link stays a link)."""
+    log = tmp_path / "a.jsonl"
+    log.write_bytes((SAMPLES / "agent_timestamp.jsonl").read_bytes())
+    before = log.read_bytes()
+    (tmp_path / "link.jsonl").symlink_to("a.jsonl")
+    for args in (["audit", str(log), "--propose", "--write-proposed", str(log)],
+                 ["propose", str(log), "--write-proposed", str(tmp_path / "link.jsonl")],
+                 ["audit", str(log), "-f", "json", "-o", str(tmp_path / "link.jsonl")],
+                 ["export", str(log), "-o", str(log)]):
+        p = run_cli(*args)
+        assert p.returncode == 2, (args, p.stderr)
+        assert "is one of the inputs" in p.stderr
+    assert log.read_bytes() == before
+    (tmp_path / "report.json").write_text("old")
+    (tmp_path / "rlink.json").symlink_to("report.json")
+    p = run_cli("audit", str(log), "-f", "json", "-o", str(tmp_path / "rlink.json"))
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "rlink.json").is_symlink()
+    assert json.loads((tmp_path / "report.json").read_text())["schema"] == "promptcache.audit/v1"

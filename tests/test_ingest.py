@@ -131,6 +131,19 @@ def test_json_array_gz_and_line_numbers(tmp_path):
     assert reqs[1].source.line == line_of_second + json.dumps(arr[1], indent=1).count("\n") + 1
 
 
+@pytest.mark.parametrize("name, body, first_line", [
+    ("bom.jsonl", lambda: "\n".join(json.dumps(x) for x in (CHAT, CHAT)) + "\r\n", 1),
+    ("bom_array.json", lambda: json.dumps([CHAT, CHAT], indent=2), 2),  # "[" alone on line 1
+])
+def test_utf8_byte_order_mark_is_skipped(tmp_path, name, body, first_line):
+    """Windows tools write a BOM first; both requests are read, on their own lines."""
+    p = tmp_path / name
+    p.write_bytes(b"\xef\xbb\xbf" + body().encode("utf-8"))
+    reqs, st = read(p)
+    assert st.requests == 2 and st.skipped_lines == 0
+    assert reqs[0].source.line == first_line
+
+
 def test_malformed_lines_reported_and_rest_audited(tmp_log):
     path = tmp_log([CHAT, "{not json", {"model": "gpt-4o", "messages": [{"content": "no role"}]}, "[1,2]", CHAT])
     reqs, st = read(path)

@@ -16,7 +16,7 @@ from ..diagnose.rules import RANK
 from ..errors import ConfigError, ExitCode
 from .common import (BlockSize, CacheModel, Capacity, HashBlock, InputFormat, Logs, Model, Prices, Severity,
                      ShowText, Strict, TokenizerOpt, TTL, audit_options, report_console, with_progress)
-from .output import emit
+from ..fileio import emit, refuse_inputs
 
 
 class Format(str, Enum):
@@ -68,6 +68,8 @@ def audit_cmd(
 ) -> int:
     """Simulate each provider's or engine's prompt cache over request logs, price every scenario,
     and say what breaks the cache."""
+    refuse_inputs([output], logs)
+    refuse_inputs([write_proposed], logs, flag="--write-proposed")
     if fmt is Format.parquet and output is None:
         raise ConfigError("--format parquet writes a binary file: give it --output FILE")
     if fmt in (Format.csv, Format.parquet) and table is Table.proposals:

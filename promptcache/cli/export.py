@@ -37,6 +37,9 @@ def export_cmd(
     """Export an anonymised trace: salted chained block hashes (remapped to small integers),
     lengths and arrival times, so a team can share its traffic shape without its text."""
     from ..export.mooncake import dumps, export, load_salt, write_trace
+    from ..fileio import refuse_inputs
+
+    refuse_inputs([output], logs)
 
     opts = audit_options(cache_model=cache_model, tokenizer=tokenizer, ttl=None, capacity_tokens=None,
                          block_size=None, prices=None, model=model, input_format=input_format,
@@ -46,7 +49,7 @@ def export_cmd(
     res = with_progress("exporting", lambda p: export(logs, opts, to=to.value, block_tokens=block_size, salt=salt, progress=p))
     err = Console(stderr=True)
     if output is not None:
-        write_trace(output, res.records)
+        write_trace(output, res.records, logs)
     else:
         import sys
 

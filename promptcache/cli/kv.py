@@ -13,7 +13,7 @@ from rich.console import Console
 
 from ..errors import ConfigError
 from .common import report_console
-from .output import emit
+from ..fileio import emit
 
 
 class Format(str, Enum):

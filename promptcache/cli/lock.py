@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from ..errors import ExitCode
-from .output import write_atomic
+from ..fileio import write_atomic
 
 
 def lock_cmd(

@@ -13,7 +13,7 @@ import typer
 from ..errors import ConfigError
 from .common import (BlockSize, CacheModel, Capacity, HashBlock, InputFormat, Logs, Model, Prices, ShowText,
                      Strict, TokenizerOpt, TTL, audit_options, report_console, with_progress)
-from .output import emit
+from ..fileio import emit, refuse_inputs
 
 
 class Format(str, Enum):
@@ -55,6 +55,8 @@ def propose_cmd(
     """Propose stable-first templates, apply them to every logged request and re-price them."""
     from ..propose.engine import propose
 
+    refuse_inputs([output], logs)
+    refuse_inputs([write_proposed], logs, flag="--write-proposed")
     if fmt is Format.parquet and output is None:
         raise ConfigError("--format parquet writes a binary file: give it --output FILE")
     opts = audit_options(cache_model=cache_model, tokenizer=tokenizer, ttl=ttl, capacity_tokens=capacity_tokens,

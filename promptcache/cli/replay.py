@@ -15,7 +15,7 @@ from rich.console import Console
 from ..errors import ExitCode
 from ..ingest import ReadOptions, available_formats
 from .common import report_console
-from .output import emit
+from ..fileio import emit, refuse_inputs
 
 
 class Format(str, Enum):
@@ -58,6 +58,7 @@ def replay_cmd(
     """
     from ..replay import ReplayOptions, parse_size, render_replay, replay_record, verify
 
+    refuse_inputs([output], [*logs, *(proposed or [])])
     err = Console(stderr=True)
     opts = ReplayOptions(
         engine=engine, model=model, tokenizer=tokenizer, block_size=block_size, kv_budget_bytes=parse_size(kv_budget),

@@ -217,11 +217,15 @@ def dumps(records: Sequence[dict[str, Any]]) -> str:
     return "".join(json.dumps(r, separators=(", ", ": ")) + "\n" for r in records)
 
 
-def write_trace(dest: str | Path, records: Sequence[dict[str, Any]]) -> None:
-    """Write the records as JSONL (gzipped for ``.gz``), atomically."""
-    from ..cli.output import write_atomic
+def write_trace(dest: str | Path, records: Sequence[dict[str, Any]], inputs: Sequence[str | Path] = ()) -> None:
+    """Write the records as JSONL (gzipped for ``.gz``), atomically; never over one of ``inputs``.
+
+    Raises:
+        ConfigError: when ``dest`` is one of ``inputs``.
+    """
+    from ..fileio import write_atomic
 
     data = dumps(records).encode("utf-8")
     if str(dest).endswith(".gz"):
         data = gzip.compress(data, mtime=0)
-    write_atomic(dest, data)
+    write_atomic(dest, data, inputs=inputs)

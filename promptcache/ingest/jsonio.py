@@ -17,6 +17,7 @@ import orjson
 from ..errors import BadRecord, InputError
 
 Record = tuple[int, Any]  # (line, parsed object or BadRecord)
+_BOM = b"\xef\xbb\xbf"
 
 
 def open_text(path: str | Path) -> IO[bytes]:
@@ -46,7 +47,7 @@ def _first_char(fh: IO[bytes]) -> bytes:
 def iter_records(path: str | Path) -> Iterator[Record]:
     """Yield ``(line, object)`` for every record in a JSONL file, a JSON array, or one object.
 
-    Blank lines are skipped. An unparseable JSONL line yields ``(line, BadRecord(reason))``.
+    Blank lines and a UTF-8 byte order mark are skipped. An unparseable JSONL line yields ``(line, BadRecord(reason))``.
     A syntax error inside a JSON array ends the file with one BadRecord (nothing after it can
     be located reliably).
 
@@ -56,6 +57,8 @@ def iter_records(path: str | Path) -> Iterator[Record]:
     raw = open_text(path)
     fh = raw if hasattr(raw, "peek") else io.BufferedReader(raw)  # type: ignore[arg-type]
     try:
+        if fh.peek(3)[:3] == _BOM:  # Windows tools (PowerShell, Excel) start UTF-8 files with one
+            fh.read(3)
         first = _first_char(fh)
         if first == b"[":
             yield from _iter_array(fh.read())

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable
 
-from ..cli.output import write_atomic
+from ..fileio import write_atomic
 from .model import Edit, LintFinding
 from .sources.base import LineIndex
 

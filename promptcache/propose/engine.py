@@ -354,6 +354,10 @@ def propose(paths: Sequence[str | Path], opts: AuditOptions | None = None, *, wr
     opts = opts or AuditOptions()
     obs = _Observer()
     book = PriceBook(opts.prices_file)
+    if write is not None:
+        from ..fileio import refuse_inputs
+
+        refuse_inputs([write], paths, flag="--write-proposed")
     before = run(Pipeline(paths, opts), progress=progress, observers=[obs], book=book)
     templates = obs.index.templates()
     plans = _plans(before, obs, templates)
@@ -419,7 +423,7 @@ def _write(dest: str | Path, rewritten: list[tuple[int, int, Any]]) -> str:
     import io
     import json
 
-    from ..cli.output import write_atomic
+    from ..fileio import write_atomic
 
     buf = io.StringIO()
     for _, _, rec in sorted(rewritten, key=lambda x: (x[0], x[1])):

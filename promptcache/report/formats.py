@@ -50,7 +50,8 @@ def render_report(fmt: str, res: AuditResult, proposed: Any = None, *, table: st
 
 def emit_report(fmt: str, res: AuditResult, proposed: Any, output: Path | None, *, table: str = "requests") -> None:
     """Render with :func:`render_report` and write it to ``output`` (atomically) or stdout."""
-    from ..cli.output import emit, write_atomic
+    from ..fileio import emit
+    from ..fileio import write_atomic
 
     data = render_report(fmt, res, proposed, table=table, output=output)
     if isinstance(data, bytes):

@@ -174,7 +174,7 @@ def to_arrow(columns: Sequence[tuple[str, str]], rows: Sequence[dict[str, Any]])
 
 
 def to_parquet_bytes(columns: Sequence[tuple[str, str]], rows: Sequence[dict[str, Any]]) -> bytes:
-    """A Parquet file's bytes (zstd where available), for :func:`~promptcache.cli.output.write_atomic`.
+    """A Parquet file's bytes (zstd where available), for :func:`~promptcache.fileio.write_atomic`.
 
     Raises:
         ConfigError: when pyarrow is not installed.
