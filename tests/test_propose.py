@@ -115,3 +115,50 @@ def test_cli_propose_json():
     assert set(item) >= {"template_id", "requests", "changes", "before", "after", "savings_usd"}
     assert item["changes"][0]["kind"] == "sort-documents" and set(item["changes"][0]) >= {"kind", "from", "to", "rationale"}
     assert set(item["before"]) == {"no_cache", "simulated", "ideal"} and item["savings_usd"] > 0
+
+
+def _second_app(path, n=30):
+    """Another application on the support bot's model with the same message layout: a
+    conversation UUID opens its own, unrelated policy text."""
+    import random
+    import uuid
+
+    rng = random.Random(3)
+    words = "ledger invoice vendor payable remittance accrual variance approval threshold".split()
+    policy = "\n".join(f"Rule {i}: " + " ".join(rng.choice(words) for _ in range(24)) + "." for i in range(60))
+    with open(path, "w") as fh:
+        for i in range(n):
+            body = {"model": "gpt-4o-mini", "messages": [
+                {"role": "system", "content": f"Conversation {uuid.UUID(int=rng.getrandbits(128), version=4)}.\n\n{policy}"},
+                {"role": "user", "content": f"Question {i}: is invoice {1000 + i} payable?"}]}
+            fh.write(json.dumps({"timestamp": 1_790_000_000 + 30 * i, "request": body}) + "\n")
+    return path
+
+
+def test_two_applications_on_one_model_stay_separate_templates(proposed, tmp_path):
+    """Same model and layout, different prompts: two templates, each proposal exactly what it
+    is for its log alone (same id, same re-simulated hit ratio), and no system prompt emptied."""
+    other = _second_app(tmp_path / "ledger.jsonl")
+    alone = {p.plan.template.id: p for p in propose([other], AuditOptions()).proposals}
+    alone.update({p.plan.template.id: p for p in proposed["support_bot"][0].proposals})
+    dest = tmp_path / "both.jsonl"
+    both = propose([SAMPLES / "support_bot.jsonl", other], AuditOptions(), write=dest)
+    got = {p.plan.template.id: p for p in both.proposals}
+    assert len(got) == 2 and set(got) == set(alone)
+    for tid, p in got.items():
+        assert p.requests == alone[tid].requests
+        assert p.after["simulated"].cached_tokens == alone[tid].after["simulated"].cached_tokens
+    for r in read_requests(dest, InputStats("z")):
+        system = [p.text for p in r.parts if p.kind == "system"]
+        assert system and all(len(t) > 200 for t in system)
+
+
+def test_write_proposed_refuses_mixed_formats(tmp_path):
+    """One proposed file holds one format: OpenAI chat and Anthropic logs together are refused
+    (the written file could not be read back), and nothing is written."""
+    from promptcache.errors import ConfigError
+
+    dest = tmp_path / "mixed.jsonl"
+    with pytest.raises(ConfigError, match="anthropic.*openai-chat|openai-chat.*anthropic"):
+        propose([SAMPLES / "support_bot.jsonl", SAMPLES / "anthropic_app.jsonl"], AuditOptions(), write=dest)
+    assert not dest.exists()

@@ -57,7 +57,7 @@ def audit_cmd(
     fail_on: Optional[Severity] = typer.Option(None, "--fail-on", help="Exit 1 when a finding at or above this severity is found."),
     show_text: ShowText = False,
     propose: bool = typer.Option(False, "--propose", help="Infer the templates, propose stable-first versions and re-price them."),
-    write_proposed: Optional[Path] = typer.Option(None, "--write-proposed", help="Write the proposed log (implies --propose), in the input's own format."),
+    write_proposed: Optional[Path] = typer.Option(None, "--write-proposed", help="Write the proposed log (implies --propose): the input's own records, rewritten, as JSONL (gzipped for .gz); never over an input."),
     dask: Optional[str] = typer.Option(None, "--dask", metavar="[SCHEDULER_ADDRESS]", help="Run on Dask, partitioned by cache namespace: a local cluster, or the scheduler at this address (tcp://host:8786)."),
     verify: bool = typer.Option(False, "--verify", help="Replay the first --verify-limit requests (and, with --propose, their proposed "
                                 "rewrites) on a local model with prefix caching and compare measured cached tokens, prefill time and "

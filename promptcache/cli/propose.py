@@ -44,7 +44,7 @@ def propose_cmd(
     model: Model = None,
     strict: Strict = False,
     show_text: ShowText = False,
-    write_proposed: Optional[Path] = typer.Option(None, "--write-proposed", help="Write the proposed log here, in the input's own format."),
+    write_proposed: Optional[Path] = typer.Option(None, "--write-proposed", help="Write the proposed log here: the input's own records, rewritten, as JSONL (gzipped for .gz); never over an input."),
     fmt: Format = typer.Option(Format.text, "--format", "-f", help="Report format: text, json, html, markdown, csv or "
                                "parquet (a table, see --table)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the --format report to this file (JSON with "

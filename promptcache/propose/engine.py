@@ -34,7 +34,7 @@ from ..ingest.jsonio import iter_records
 from ..model import Request, Source
 from ..pricing import PriceBook
 from .edits import get_text, set_text, set_ttl, sort_keys_deep, tool_name
-from .templates import Template, TemplateIndex, region, template_id, template_key
+from .templates import Template, TemplateIndex, region
 
 #: A slot that changes between more than this share of consecutive requests moves out of the
 #: template region even when its values look like no known volatile kind.
@@ -226,13 +226,14 @@ def _short(text: str, width: int = 90) -> str:
 class _Rewriter:
     """Applies plans to logged records, in arrival order (the history memory needs it)."""
 
-    def __init__(self, plans: dict[tuple[str, ...], Plan]):
+    def __init__(self, plans: dict[tuple[str, ...], Plan], index: TemplateIndex):
         self.plans = plans
+        self.index = index
         self.unmatched: dict[str, int] = {}
 
     def rewrite(self, body: dict[str, Any], req: Request) -> bool:
         """Edit ``body`` in place for ``req``'s template; True if anything changed."""
-        key = template_key(req)
+        key = self.index.key_for(req)
         plan = self.plans.get(key)
         if plan is None or not plan.applies:
             return False
@@ -361,7 +362,7 @@ def propose(paths: Sequence[str | Path], opts: AuditOptions | None = None, *, wr
     before = run(Pipeline(paths, opts), progress=progress, observers=[obs], book=book)
     templates = obs.index.templates()
     plans = _plans(before, obs, templates)
-    rewriter = _Rewriter(plans)
+    rewriter = _Rewriter(plans, obs.index)
 
     # Pass 2: parse each record, rewrite it, parse it again; arrival order for the rewrite.
     items: list[tuple[float, int, int, Any, str, list[Request]]] = []
@@ -376,6 +377,10 @@ def propose(paths: Sequence[str | Path], opts: AuditOptions | None = None, *, wr
         t = min((r.arrival for r in reqs if r.arrival is not None), default=float("inf"))
         items.append((t, fi, line, rec, fmt, reqs))
     items.sort(key=lambda x: (x[0], x[1], x[2]))
+    formats = sorted({it[4] for it in items})
+    if write is not None and len(formats) > 1:
+        raise ConfigError(f"--write-proposed writes one log in one format, but the inputs hold {', '.join(formats)} "
+                          "records: propose each format's logs separately")
     rewritten: list[tuple[int, int, Any]] = []
     new_reqs: list[Request] = []
     parsers2: dict[str, Any] = {}
@@ -388,7 +393,7 @@ def propose(paths: Sequence[str | Path], opts: AuditOptions | None = None, *, wr
             if isinstance(body, dict) and rewriter.rewrite(body, reqs[0]):
                 rewriter.drop_usage(rec)
                 reqs = _parse(rec, fmt, str(paths[fi]), line, opts, parsers2)
-        elif write is not None and any(plans.get(template_key(r)) and plans[template_key(r)].applies for r in reqs):
+        elif write is not None and any((pl := plans.get(obs.index.key_for(r))) is not None and pl.applies for r in reqs):
             raise ConfigError(f"--write-proposed cannot rewrite {fmt} records ({paths[fi]}); "
                               f"it rewrites {', '.join(BODY_FORMATS)} logs")
         rewritten.append((fi, line, rec))

@@ -3,7 +3,10 @@ template's parts into static spans and named variable slots.
 
 A template is what a family of requests shares before the conversation starts: the tools, the
 system or developer prompt and the cache-relevant parameters of one model. Requests with the
-same model and the same part layout there belong to one template. Each part's texts (a bounded
+same model and the same part layout there are split into families by their words (word-set
+Jaccard similarity of the template region at least :data:`SIMILAR` to the family's first
+request), so two applications on one model never merge; each family is a template, and its id
+is a fingerprint of its static text. Each part's texts (a bounded
 sample) are aligned word by word against the first one; the words every sample keeps are
 static, the runs between them are slots. A slot is named after what its values look like,
 using the value patterns of the diagnose rules (``timestamp``, ``date``, ``uuid``,
@@ -24,6 +27,12 @@ from ..model import Part, Request
 
 #: Distinct texts kept per template part for alignment.
 SAMPLE = 48
+#: Word-set Jaccard similarity at or above which a request joins a template family. Requests of
+#: one template differ in a few values (a timestamp, a name, an id: a few words of hundreds);
+#: two different prompts on one model share little beyond common words.
+SIMILAR = 0.5
+#: Most families per model and layout (more joins the most similar one).
+MAX_FAMILIES = 64
 #: Slot kinds that should leave the cacheable prefix, with the rule that names them.
 VOLATILE = {"timestamp-in-prefix": "timestamp", "date-in-prefix": "date", "uuid-in-prefix": "uuid",
             "request-id-in-prefix": "request_id", "random-id-in-prefix": "random_id", "counter-in-prefix": "counter",
@@ -43,13 +52,26 @@ def region(req: Request) -> list[Part]:
 
 
 def template_key(req: Request) -> tuple[str, ...]:
-    """Model plus the layout (kind and path) of the template region."""
+    """Model plus the layout (kind and path) of the template region (before families)."""
     return (req.model or "-", *(f"{p.kind}:{p.path}" for p in region(req)))
 
 
-def template_id(key: tuple[str, ...]) -> str:
-    """A short stable id for a template key, ``T-`` + 8 hex digits."""
-    return "T-" + hashlib.blake2b("\x1f".join(key).encode(), digest_size=4).hexdigest()
+def template_id(key: tuple[str, ...], statics: Iterable[str] = ()) -> str:
+    """A short stable id, ``T-`` + 8 hex digits, of a template's model, layout and static text
+    (so one prompt keeps its id across logs, and two prompts never share one)."""
+    text = "\x1f".join((*key, "\x1e", *statics))
+    return "T-" + hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=4).hexdigest()
+
+
+def _words(req: Request) -> frozenset[str]:
+    return frozenset("\x1f".join(p.text for p in region(req)).split())
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a and not b:
+        return 1.0
+    inter = len(a & b)
+    return inter / (len(a) + len(b) - inter)
 
 
 @dataclass
@@ -146,10 +168,39 @@ class TemplateIndex:
         self.kinds: dict[tuple[str, ...], dict[str, str]] = {}
         self.namespace: dict[tuple[str, ...], str] = {}
         self.by_request: dict[tuple[str, int], tuple[str, ...]] = {}
+        self.families: dict[tuple[str, ...], list[frozenset[str]]] = {}
+        self._family_of: dict[tuple[tuple[str, ...], int], int] = {}
+
+    def key_for(self, req: Request, *, grow: bool = False) -> tuple[str, ...]:
+        """A request's template key: model, layout and family (``family:N``).
+
+        Args:
+            req: the request.
+            grow: start a new family when none is similar enough (pass 1); else the request
+                joins the most similar one.
+        """
+        base = template_key(req)
+        texts = tuple(p.text for p in region(req))
+        memo = (base, hash(texts))
+        fam = self._family_of.get(memo)
+        if fam is None:
+            reps = self.families.setdefault(base, [])
+            words = _words(req)
+            best, best_sim = -1, -1.0
+            for i, rep in enumerate(reps):
+                sim = _jaccard(words, rep)
+                if sim > best_sim:
+                    best, best_sim = i, sim
+            if best < 0 or (grow and best_sim < SIMILAR and len(reps) < MAX_FAMILIES):
+                reps.append(words)
+                best = len(reps) - 1
+            fam = best
+            self._family_of[memo] = fam
+        return (*base, f"family:{fam}")
 
     def add(self, req: Request, namespace: str) -> tuple[str, ...]:
         """Account one request; returns its template key."""
-        key = template_key(req)
+        key = self.key_for(req, grow=True)
         self.count[key] = self.count.get(key, 0) + 1
         self.namespace.setdefault(key, namespace)
         per = self.stats.setdefault(key, {})
@@ -173,9 +224,10 @@ class TemplateIndex:
         """Infer every template's static spans and slots."""
         out = {}
         for key, per in self.stats.items():
-            t = Template(template_id(key), key, self.namespace[key], self.count[key])
+            t = Template("", key, self.namespace[key], self.count[key])
             for path, st in per.items():
                 t.parts.append(self._infer(path, self.kinds[key][path], st))
+            t.id = template_id(key[:-1], (s for p in t.parts for s in (p.path, *p.statics)))
             out[key] = t
         return out
 
@@ -276,7 +328,11 @@ def _slot_spans(ref: str, keep: list[bool]) -> list[tuple[int, int]]:
 
 def group_requests(reqs: Iterable[Request]) -> dict[str, list[Request]]:
     """Requests by template id (for tests and small logs)."""
+    index = TemplateIndex()
+    reqs = list(reqs)
+    keys = [index.add(r, "") for r in reqs]
+    ids = {k: t.id for k, t in index.templates().items()}
     out: dict[str, list[Request]] = {}
-    for r in reqs:
-        out.setdefault(template_id(template_key(r)), []).append(r)
+    for r, k in zip(reqs, keys):
+        out.setdefault(ids[k], []).append(r)
     return out
