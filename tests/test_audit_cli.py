@@ -194,3 +194,25 @@ def test_outputs_never_overwrite_inputs(tmp_path):
     assert p.returncode == 0, p.stderr
     assert (tmp_path / "rlink.json").is_symlink()
     assert json.loads((tmp_path / "report.json").read_text())["schema"] == "promptcache.audit/v1"
+
+
+def test_top_prefix_served_counts_what_the_rules_served(tmp_path):
+    """Three identical ~2,000-token prompts under OpenAI's rules (1,024-token minimum, then
+    128-token steps): requests 2 and 3 are each served 1,024 + 128·k tokens of their n; the top
+    prefix is that served stretch (reused by 2, served 2, nothing left on the table), and the
+    n - served tail after it is reused by 2 and served by none."""
+    body = {"model": "gpt-4.1", "messages": [
+        {"role": "system", "content": " ".join(f"policy clause {i} applies to every account." for i in range(300))},
+        {"role": "user", "content": "What applies to my account?"}]}
+    log = tmp_path / "same.jsonl"
+    log.write_text("".join(json.dumps({"timestamp": 1_790_000_000 + i, "request": body}) + "\n" for i in range(3)))
+    res = audit([log], AuditOptions())
+    n = res.outcomes[0].prompt_tokens
+    served = 1024 + 128 * ((n - 1024) // 128)
+    assert [o.cached_tokens for o in res.outcomes] == [0, served, served]
+    top, tail = res.top_prefixes[0], res.top_prefixes[1]
+    assert (top.start_token, top.tokens, top.reused_by, top.served) == (0, served, 2, 2)
+    assert top.lost_usd == 0
+    assert (tail.start_token, tail.tokens, tail.reused_by, tail.served) == (served, n - served, 2, 0)
+    # gpt-4.1: $2.00 input, $0.50 cached input per million tokens
+    assert float(tail.lost_usd) == pytest.approx((n - served) * 2 * 1.5 / 1e6)

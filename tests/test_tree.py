@@ -120,3 +120,29 @@ def test_cold_edges_leave_memory():
     # an old prompt is still found exactly
     old = [5] + list(range(1000 + 5 * 100, 1000 + 5 * 100 + 100)) + [99, 98]
     assert tree.access(units(old), len(old), None, -1)[0] == 101
+
+
+def _edges(tree):
+    """(start, length, uses, hits) of every edge, in start order."""
+    return sorted((n.start, n.nbytes // tree.width, n.uses, n.hits) for n in tree.iter_nodes())
+
+
+def test_hits_split_edges_where_the_other_simulation_stopped():
+    """A 12-token prompt seen three times; the provider served 5 tokens to the 2nd request and
+    8 to the 3rd. Edges split at 5 and 8: tokens [0,5) were served twice, [5,8) once, [8,12)
+    never, and all were read (used) twice."""
+    tree = PrefixTree()
+    seq = units(list(range(100, 112)))
+    tree.access(seq, 12, None, "r1")
+    tree.access(seq, 12, None, "r2", hit_units=5)
+    tree.access(seq, 12, None, "r3", hit_units=8)
+    assert _edges(tree) == [(0, 5, 2, 2), (5, 3, 2, 1), (8, 4, 2, 0)]
+
+
+def test_hits_split_the_edge_a_prompt_leaves_part_way():
+    """The 2nd prompt shares 10 of 12 tokens, was served 6: [0,6) served once, [6,10) read
+    but not served, then the two continuations."""
+    tree = PrefixTree()
+    tree.access(units(list(range(12))), 12, None, "r1")
+    tree.access(units(list(range(10)) + [90, 91]), 12, None, "r2", hit_units=6)
+    assert _edges(tree) == [(0, 6, 1, 1), (6, 4, 1, 0), (10, 2, 0, 0), (10, 2, 0, 0)]

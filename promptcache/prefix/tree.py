@@ -158,8 +158,20 @@ class PrefixTree:
         # --- store: touch the whole edges read, split where the stored prefix ends, add the rest
         depth = 0
         parent = self.root
-        for child in path:
+        queue = path
+        i = 0
+        while i < len(queue):
+            child = queue[i]
+            i += 1
             end = depth + child.nbytes
+            if depth < hit < min(end, store):
+                # the other simulation's hit ends inside this edge: split there, so the hit
+                # counts on the edge it covered and not on the rest
+                if queue is path:
+                    queue = list(path)
+                queue.insert(i, child)
+                child = self._split(child, (hit - depth) // W)
+                end = depth + child.nbytes
             if end > store:
                 if store > depth:
                     child = self._split(child, (store - depth) // W)
@@ -177,6 +189,13 @@ class PrefixTree:
             parent = child
         if parent is not None and depth < store:
             if partial is not None and depth < lcp:
+                if depth < hit < min(lcp, store):
+                    upper = self._split(partial, (hit - depth) // W)
+                    self._touch(parent, upper, t, tick)
+                    upper.uses += 1
+                    upper.hits += 1
+                    depth = hit
+                    parent = upper
                 cut = min(lcp, store) - depth
                 upper = self._split(partial, cut // W)
                 self._touch(parent, upper, t, tick)
