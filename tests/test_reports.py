@@ -298,3 +298,16 @@ def test_html_report_in_headless_chromium(browser, tmp_path, hostile):
     assert browser.execute_script("return document.scripts.length + document.images.length") == 0
     assert browser.title.startswith("promptcache audit") and "pwned" not in browser.title
     assert HOSTILE_MODEL in browser.find_element(By.TAG_NAME, "body").text  # shown as text
+
+
+def test_money_rounds_the_same_in_every_format():
+    """Half a hundredth of a cent rounds up whether it comes as Decimal (text report) or as the
+    JSON float (HTML, Markdown): $0.00025 is $0.0003 everywhere."""
+    from decimal import Decimal
+
+    from promptcache.report import audit_text, html, markdown
+    from promptcache.report.numbers import usd
+
+    assert usd(Decimal("0.00025")) == usd(0.00025) == "$0.0003"
+    assert usd(Decimal("1234.565")) == usd(1234.565) == "$1,234.57"
+    assert audit_text.usd is html.usd is markdown.usd is usd

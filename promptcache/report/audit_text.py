@@ -10,20 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..pipeline import AuditResult
-
-
-def usd(v: Decimal | None) -> str:
-    """Money for people: ``$1,234.57``; small amounts keep four decimals; ``—`` when unpriced."""
-    if v is None:
-        return "—"
-    if abs(v) < 1:
-        return f"${v:,.4f}"
-    return f"${v:,.2f}"
-
-
-def pct(x: float) -> str:
-    """A ratio as a percentage with one decimal."""
-    return f"{100 * x:.1f}%"
+from .numbers import pct, usd
 
 
 def duration(s: float | None) -> str:

@@ -15,6 +15,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
+from .numbers import pct, usd
+
 COLORS = {"no_cache": "#8c959f", "reported": "#a371f7", "simulated": "#0969da", "ideal": "#1a7f37"}
 LABELS = {"no_cache": "No cache", "reported": "Reported (log usage)", "simulated": "Simulated rules",
           "ideal": "Ideal cache"}
@@ -26,20 +28,6 @@ SEVERITY = {"error": "#cf222e", "warning": "#9a6700", "info": "#0969da"}
 def esc(v: Any) -> str:
     """Escape any value for HTML text or a quoted attribute (``None`` → ``""``)."""
     return "" if v is None else _html.escape(str(v), quote=True)
-
-
-def usd(v: float | None) -> str:
-    """``$1,234.57``; amounts under a dollar keep four decimals; ``—`` when unpriced."""
-    if v is None:
-        return "—"
-    if abs(v) < 1:
-        return f"${v:,.4f}"
-    return f"${v:,.2f}"
-
-
-def pct(x: float | None) -> str:
-    """A ratio as a percentage with one decimal (``—`` for ``None``)."""
-    return "—" if x is None else f"{100 * x:.1f}%"
 
 
 def _duration(s: float | None) -> str:

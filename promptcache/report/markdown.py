@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any, Sequence
 
-from .html import pct, usd
+from .numbers import pct, usd
 
 LABELS = {"no_cache": "no cache", "reported": "reported (log usage)", "simulated": "simulated rules",
           "ideal": "ideal (unbounded, no minimum)"}

@@ -7,7 +7,8 @@ from rich.text import Text
 
 from ..diagnose.redact import redact
 from ..propose.engine import ProposeResult
-from .audit_text import pct, per_day, usd
+from .audit_text import per_day
+from .numbers import pct, usd
 
 
 def render_proposals(res: ProposeResult, console: Console, *, show_text: bool = False) -> None:

@@ -1,0 +1,23 @@
+"""Numbers for people, the same in every report format (text, HTML, Markdown)."""
+
+from __future__ import annotations
+
+from decimal import ROUND_HALF_UP, Decimal
+
+
+def usd(v: Decimal | float | None) -> str:
+    """Money: ``$1,234.57``; amounts under a dollar keep four decimals; ``—`` when unpriced.
+
+    Rounds half up on the decimal value (``0.00025`` → ``$0.0003``) whether it arrives as a
+    :class:`~decimal.Decimal` (the text report) or as the JSON record's float (HTML, Markdown).
+    """
+    if v is None:
+        return "—"
+    d = v if isinstance(v, Decimal) else Decimal(repr(float(v)))
+    q = Decimal("0.0001") if abs(d) < 1 else Decimal("0.01")
+    return f"${d.quantize(q, rounding=ROUND_HALF_UP):,}"
+
+
+def pct(x: float | None) -> str:
+    """A ratio as a percentage with one decimal (``—`` for ``None``)."""
+    return "—" if x is None else f"{100 * x:.1f}%"
