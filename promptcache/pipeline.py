@@ -69,6 +69,23 @@ class AuditOptions:
     diagnose: bool = True
     show_text: bool = False
 
+    def __post_init__(self) -> None:
+        """Reject values no run could use, naming the option.
+
+        Raises:
+            ConfigError: for a negative or non-numeric TTL, a capacity, block size or hashed
+                block size below 1, or a negative ``top``.
+        """
+        if self.ttl is not None and (isinstance(self.ttl, bool) or not isinstance(self.ttl, (int, float))
+                                     or self.ttl < 0):
+            raise ConfigError(f"--ttl must be a number of seconds >= 0 (0 disables expiry), got {self.ttl!r}")
+        for name, v in (("--capacity-tokens", self.capacity_tokens), ("--block-size", self.block_size),
+                        ("--hash-block-size", self.read.hash_block_tokens)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+                raise ConfigError(f"{name} must be a whole number >= 1, got {v!r}")
+        if isinstance(self.top, bool) or not isinstance(self.top, int) or self.top < 0:
+            raise ConfigError(f"--top must be a whole number >= 0, got {self.top!r}")
+
 
 @dataclass
 class ScenarioTotals:
@@ -659,8 +676,12 @@ def assemble(part: Partial, opts: AuditOptions, book: PriceBook) -> AuditResult:
                         "(add prices with --prices FILE)")
     missing = sum(st.missing_arrival for st in part.inputs)
     if missing:
-        warnings.append(f"{missing} request(s) have no arrival time: audited in file order, TTLs not evaluated for them")
+        warnings.append(f"{missing} request(s) have no arrival time: each is audited right after the request "
+                        "before it in its file, and TTLs are not evaluated for them")
     for st in part.inputs:  # read but not audited: usage-only requests, records that are no LLM call
+        if st.requests == 0 and not st.no_content and not st.ignored:
+            warnings.append(f"{st.path}: no requests found" + (f" ({st.skipped_lines} record(s) skipped)"
+                                                               if st.skipped_lines else " (an empty file?)"))
         warnings.extend(st.notes())
     span = (part.last_t - part.first_t) if part.first_t is not None and part.last_t is not None else None
     return AuditResult(

@@ -216,3 +216,15 @@ def test_top_prefix_served_counts_what_the_rules_served(tmp_path):
     assert (tail.start_token, tail.tokens, tail.reused_by, tail.served) == (served, n - served, 2, 0)
     # gpt-4.1: $2.00 input, $0.50 cached input per million tokens
     assert float(tail.lost_usd) == pytest.approx((n - served) * 2 * 1.5 / 1e6)
+
+
+def test_options_are_validated_and_empty_logs_are_said(tmp_path):
+    from promptcache.errors import ConfigError
+
+    for bad in ({"ttl": -5}, {"ttl": "abc"}, {"top": -1}, {"capacity_tokens": 0}, {"block_size": 0}):
+        with pytest.raises(ConfigError):
+            AuditOptions(**bad)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    res = audit([empty], AuditOptions())
+    assert res.outcomes == [] and any("empty.jsonl: no requests found" in w for w in res.warnings)

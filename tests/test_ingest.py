@@ -160,6 +160,14 @@ def test_out_of_order_arrivals_are_restored(tmp_log):
     assert [r.arrival for r in reqs] == [5, 10, 15, 20] and st.out_of_order == 0
 
 
+def test_requests_without_time_keep_their_place_after_the_one_before(tmp_log):
+    """Lines: t=10, no time, t=5, t=20. The undated request follows line 1 wherever it goes;
+    line 3 arrived first."""
+    recs = [{**CHAT, "timestamp": 10}, CHAT, {**CHAT, "timestamp": 5}, {**CHAT, "timestamp": 20}]
+    reqs, st = read(tmp_log(recs))
+    assert [r.source.line for r in reqs] == [3, 1, 2, 4] and st.missing_arrival == 1
+
+
 @pytest.mark.parametrize("value,expected", [
     # 2026-01-01T00:00Z is 1767225600; Nov 29 is 332 days later: 1767225600 + 332*86400 + 10*3600
     ("2026-11-29T10:00:00Z", 1795946400.0), ("2026-11-29T11:00:00+01:00", 1795946400.0),

@@ -254,13 +254,16 @@ def read_requests(path: str | Path, stats: InputStats, opts: ReadOptions | None 
     window: list[tuple[float, int, Request]] = []
     last_out = float("-inf")
 
+    last_in = float("-inf")
+
     def emit(req: Request) -> Iterator[Request]:
-        nonlocal last_out
-        if req.arrival is None:
+        nonlocal last_out, last_in
+        if req.arrival is None:  # keeps its place after the request before it in the file
             stats.missing_arrival += 1
-            yield req
-            return
-        heapq.heappush(window, (req.arrival, next(seq), req))
+            t = last_in
+        else:
+            t = last_in = req.arrival
+        heapq.heappush(window, (t, next(seq), req))
         if len(window) > REORDER_WINDOW:
             t, _, r = heapq.heappop(window)
             if t < last_out:
