@@ -141,3 +141,10 @@ def test_exit_code_2_for_missing_paths_and_bad_config(workspace):
     assert r.returncode == 2
     assert "unknown key 'selct'" in r.stderr and ".promptcache.toml" in r.stderr
     assert r.stdout == ""
+
+
+def test_sarif_uris_are_percent_encoded():
+    from promptcache.report.lint_sarif import _uri
+
+    assert _uri("prompts/café ünï.j2") == "prompts/caf%C3%A9%20%C3%BCn%C3%AF.j2"
+    assert _uri("a/b.yaml") == "a/b.yaml"

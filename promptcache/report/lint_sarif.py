@@ -28,6 +28,14 @@ LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 FINGERPRINT_KEY = "promptcache/v1"
 
 
+def _uri(path: str) -> str:
+    """A relative path as an RFC 3986 URI reference (SARIF's ``artifactLocation.uri``):
+    ``prompts/café.j2`` → ``prompts/caf%C3%A9.j2``."""
+    from urllib.parse import quote
+
+    return quote(Path(path).as_posix(), safe="/")
+
+
 def _help(rule: Rule) -> dict[str, str]:
     fix = rule.fix.get("description", "")
     safety = rule.fix.get("safety", "unsafe")
@@ -59,7 +67,7 @@ def _region(line: int, col: int, end_line: int, end_col: int) -> dict[str, int]:
 def result(f: LintFinding, index: int) -> dict[str, Any]:
     """A ``result`` for one finding."""
     s = f.span
-    loc = {"uri": Path(s.path).as_posix(), "uriBaseId": "%SRCROOT%"}
+    loc = {"uri": _uri(s.path), "uriBaseId": "%SRCROOT%"}
     out: dict[str, Any] = {
         "ruleId": f.code,
         "ruleIndex": index,
@@ -105,7 +113,7 @@ def sarif(run: LintRun) -> dict[str, Any]:
                 "executionSuccessful": not run.errors,
                 "toolExecutionNotifications": [
                     {"level": "error", "message": {"text": m},
-                     "locations": [{"physicalLocation": {"artifactLocation": {"uri": Path(p).as_posix(),
+                     "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(p),
                                                                                "uriBaseId": "%SRCROOT%"}}}]}
                     for p, m in run.errors],
             }],

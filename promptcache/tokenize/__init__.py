@@ -131,6 +131,8 @@ def resolve_tokenizer(spec: str | None, *, default: str | None, model: str | Non
         from .hf_backend import load_gguf, load_hf_dir
 
         return load_gguf(p) if p.suffix.lower() == ".gguf" else load_hf_dir(p)
+    if p.suffix.lower() in (".gguf", ".json") or "/" in choice or choice.startswith("."):
+        raise ConfigError(f"tokenizer file not found: {choice}")
     raise ConfigError(
         f"unknown tokenizer {choice!r}: use o200k_base, cl100k_base, approx, or a path to a model "
         "directory, tokenizer.json or .gguf file")
