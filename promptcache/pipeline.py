@@ -256,6 +256,9 @@ class _Pipeline:
             self.warn(f"model {req.model!r} names no known provider; applying openai rules (use --cache-model)")
         if name not in self.providers:
             raise ConfigError(f"no cache rules for provider {name!r}; use --cache-model")
+        if req.provider and req.model and provider_for_model(req.model) is None:
+            self.warn(f"model {req.model!r} is in no provider's model list; applying {name} rules (from the log's "
+                      "format or provider field): use --cache-model vllm or sglang for a self-hosted engine")
         return self.providers[name]
 
     def context_for(self, pf: ProviderFile, req: Request) -> _Context:
