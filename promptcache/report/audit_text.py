@@ -133,6 +133,9 @@ def render_findings(res: AuditResult, console: Console, *, limit: int = 20) -> N
         console.print("[green]No cache-breaking causes found.[/]")
         return
     console.print(Text("What breaks the cache (ranked by money lost under the simulated rules)", style="bold"))
+    console.print("[dim]Each loss is against the same traffic without that cause. A cause that also breaks the "
+                  "ideal cache (a value that changes on every request) costs more than the gap to the ideal "
+                  "above.[/]")
     colour = {"error": "red", "warning": "yellow", "info": "cyan"}
     for k, f in enumerate(res.findings[:limit], 1):
         where = f"{Path(f.path).name}:{f.line}"
