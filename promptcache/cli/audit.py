@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import tempfile
-from enum import Enum
 from pathlib import Path
 from typing import Optional
 
@@ -15,23 +14,9 @@ from ..pipeline import audit
 from ..diagnose.rules import RANK
 from ..errors import ConfigError, ExitCode
 from .common import (BlockSize, CacheModel, Capacity, HashBlock, InputFormat, Logs, Model, Prices, Severity,
-                     ShowText, Strict, TokenizerOpt, TTL, audit_options, report_console, with_progress)
+                     ShowText, Strict, TTL, TokenizerOpt, audit_options, report_console, with_progress,
+                     ReportFormat as Format, ReportTable as Table)
 from ..fileio import emit, refuse_inputs
-
-
-class Format(str, Enum):
-    text = "text"
-    json = "json"
-    html = "html"
-    markdown = "markdown"
-    csv = "csv"
-    parquet = "parquet"
-
-
-class Table(str, Enum):
-    requests = "requests"
-    findings = "findings"
-    proposals = "proposals"
 
 
 def audit_cmd(

@@ -42,6 +42,25 @@ class Severity(str, Enum):
     error = "error"
 
 
+class ReportFormat(str, Enum):
+    """``--format`` of the audit and propose reports."""
+
+    text = "text"
+    json = "json"
+    html = "html"
+    markdown = "markdown"
+    csv = "csv"
+    parquet = "parquet"
+
+
+class ReportTable(str, Enum):
+    """``--table`` of ``--format csv|parquet``: one row per request, finding or proposal."""
+
+    requests = "requests"
+    findings = "findings"
+    proposals = "proposals"
+
+
 def audit_options(*, cache_model: str | None, tokenizer: str | None, ttl: float | None, capacity_tokens: int | None,
                   block_size: int | None, prices: Path | None, model: str | None, input_format: str | None,
                   hash_block_size: int | None, strict: bool, show_text: bool = False, top: int = 5) -> AuditOptions:

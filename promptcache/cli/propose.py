@@ -4,7 +4,6 @@ them, and what they save on this very traffic."""
 from __future__ import annotations
 
 import json
-from enum import Enum
 from pathlib import Path
 from typing import Optional
 
@@ -12,23 +11,9 @@ import typer
 
 from ..errors import ConfigError
 from .common import (BlockSize, CacheModel, Capacity, HashBlock, InputFormat, Logs, Model, Prices, ShowText,
-                     Strict, TokenizerOpt, TTL, audit_options, report_console, with_progress)
+                     Strict, TTL, TokenizerOpt, audit_options, report_console, with_progress,
+                     ReportFormat as Format, ReportTable as Table)
 from ..fileio import emit, refuse_inputs
-
-
-class Format(str, Enum):
-    text = "text"
-    json = "json"
-    html = "html"
-    markdown = "markdown"
-    csv = "csv"
-    parquet = "parquet"
-
-
-class Table(str, Enum):
-    proposals = "proposals"
-    requests = "requests"
-    findings = "findings"
 
 
 def propose_cmd(
