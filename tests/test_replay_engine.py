@@ -213,7 +213,28 @@ def test_token_ids_outside_the_vocabulary_name_file_and_line(tiny, tokdir, tmp_p
     log = chat_log(tmp_path / "v.jsonl", sessions=1, turns=1)
     with pytest.raises(InputError, match=r"v\.jsonl:1: request s0-t0: token id \d+ is outside"):
         verify([log], ReplayOptions(model="random:llama-tiny", tokenizer=str(tokdir)), engine=eng)
+
+
+def test_replay_says_what_it_cannot_prove(tmp_path, tokdir):
+    """Prompts beyond the model's context and tool definitions the chat template drops are said
+    in the warnings; an empty log and impossible options are errors, not a pass."""
+    from promptcache.errors import ConfigError, InputError
+
+    short = ModelRef("random", "random:llama-tiny", None, "",
+                     {**PRESETS["llama-tiny"], "max_position_embeddings": 64})
+    eng = HFEngine(load_model(short, device="cpu", dtype="float32", vocab_size=VOCAB, seed=1), warmup=False)
+    log = chat_log(tmp_path / "chat.jsonl", sessions=1, turns=1, system_words=80)
+    rows = [json.loads(x) for x in log.read_text().splitlines()]
+    rows[0]["request"]["tools"] = [{"type": "function", "function": {"name": "lookup", "parameters": {}}}]
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    res = verify([log], ReplayOptions(model="random:llama-tiny", tokenizer=str(tokdir), decode_tokens=1), engine=eng)
+    assert res.records[0].prompt_tokens > 64
+    assert any("longer than the model's context (64 tokens)" in w for w in res.warnings)
+    assert any("chat template ignores tool definitions" in w for w in res.warnings)
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
-    res = verify([empty], ReplayOptions(model="random:llama-tiny", tokenizer=str(tokdir)), engine=eng)
-    assert res.records == [] and any("no requests" in w for w in res.warnings) and res.ok
+    with pytest.raises(InputError, match="no requests to replay"):
+        verify([empty], ReplayOptions(model="random:llama-tiny", tokenizer=str(tokdir)), engine=eng)
+    for bad in ({"repeats": 0}, {"prefill_chunk": 0}, {"kv_budget_bytes": 0}):
+        with pytest.raises(ConfigError):
+            verify([log], ReplayOptions(model="random:llama-tiny", tokenizer=str(tokdir), **bad), engine=eng)

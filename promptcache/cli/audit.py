@@ -85,7 +85,8 @@ def audit_cmd(
     replayed = None
     if verify:
         try:
-            replayed = _verify(logs, proposed, verify_limit, verify_model, input_format, strict)
+            replayed = _verify(logs, proposed, verify_limit, verify_model, input_format, strict,
+                               kept=write_proposed is not None)
         finally:
             scratch.cleanup()
         if proposed is not None and write_proposed is None:
@@ -101,7 +102,9 @@ def audit_cmd(
 
             from ..replay import render_replay
 
-            render_replay(replayed, Console(stderr=True))
+            err = Console(stderr=True)
+            render_replay(replayed, err)
+            err.print(f"[dim]The replay is not part of the {fmt.value} report; --format json carries it.[/]")
         if output is None:
             return code
     elif fmt is Format.json or output is not None:
@@ -137,7 +140,7 @@ def audit_cmd(
 
 
 def _verify(logs: list[Path], proposed: object, limit: int, model: Optional[str], input_format: Optional[str],
-            strict: bool) -> object:
+            strict: bool, *, kept: bool) -> object:
     """Replay the first ``limit`` requests (and their proposed rewrites, when ``--propose`` wrote
     them) on a local model; returns a :class:`promptcache.replay.ReplayResult`."""
     from ..ingest import ReadOptions
@@ -156,4 +159,7 @@ def _verify(logs: list[Path], proposed: object, limit: int, model: Optional[str]
             done[0] += 1
             tick(done[0])
         return verify(logs, opts, progress=step)
-    return with_progress("replaying on the model", run)
+    res = with_progress("replaying on the model", run)
+    if written and not kept and "proposed" in res.inputs:
+        res.inputs["proposed"] = ["the proposed log (not kept: --write-proposed FILE keeps it)"]
+    return res

@@ -138,6 +138,7 @@ class HFEngine:
         cap = capacity_blocks_for(kv_budget_bytes, loaded.kv_bytes_per_token, block_size)
         self.capacity_tokens = cap * block_size if cap is not None else None
         self.cache = PrefixCache(block_size, cap)
+        self.context = getattr(self.model.config, "max_position_embeddings", None)
         params = inspect.signature(self.model.forward).parameters
         self._cache_kw = "cache" if "cache" in params else "past_key_values"
         self._keep_kw = ("logits_to_keep" if "logits_to_keep" in params
@@ -324,7 +325,11 @@ class HFEngine:
             if logits_u is not None:
                 diff = float((logits.float() - logits_u.float()).abs().max())
         measured_u = req.uncached
-        return EngineResult(
+        notes = []
+        if self.context and n > self.context:
+            notes.append(f"prompts longer than the model's context ({self.context:,} tokens) were replayed: the "
+                         "cache comparison holds, but the model's outputs there mean nothing")
+        return EngineResult(notes=notes, 
             prompt_tokens=n, cached_tokens=k, prefill_s=pre_c, ttft_s=ttft_c, output_ids=out,
             prefill_s_uncached=pre_u if measured_u else None, ttft_s_uncached=ttft_u if measured_u else None,
             output_ids_uncached=out_u, logits_max_abs_diff=diff, cached_blocks_stored=stored, logits=logits)

@@ -413,6 +413,8 @@ def load_model(ref: ModelRef, *, device: str | None = None, dtype: str | None = 
             model = model.to(dev)
     except ConfigError:
         raise
+    except ImportError as e:  # --attn flash_attention_2 without its package, and the like
+        raise ConfigError(f"--model {ref.name} --attn {attn}: {e}".split("\n")[0]) from None
     except (OSError, ValueError, KeyError, RuntimeError) as e:
         raise ConfigError(f"--model {ref.name}: cannot load: {type(e).__name__}: {e}") from None
     model.eval()

@@ -39,7 +39,7 @@ def parse_size(text: str | int | None) -> int | None:
     if text is None or isinstance(text, int):
         return text
     t = text.strip().lower().replace("_", "")
-    if t in ("none", "unbounded", "inf", "0"):
+    if t in ("none", "unbounded", "inf"):
         return None
     m = re.fullmatch(r"([0-9.]+(?:e[0-9]+)?)\s*([kmgt]?i?b?)?", t)
     if not m:
@@ -435,6 +435,12 @@ def verify(paths: Sequence[str | Path], options: ReplayOptions | None = None, *,
         raise ConfigError("--decode-tokens must be at least 1")
     if opts.limit is not None and opts.limit < 1:
         raise ConfigError("--limit must be at least 1")
+    if opts.repeats < 1:
+        raise ConfigError("--repeats must be at least 1")
+    if opts.prefill_chunk is not None and opts.prefill_chunk < 1:
+        raise ConfigError("--prefill-chunk must be at least 1")
+    if opts.kv_budget_bytes is not None and opts.kv_budget_bytes < 1:
+        raise ConfigError("--kv-budget must be a size above 0 (or none for unbounded)")
     from .models import resolve_model
 
     if opts.engine == "openai" and not (opts.model or opts.tokenizer):
@@ -446,12 +452,16 @@ def verify(paths: Sequence[str | Path], options: ReplayOptions | None = None, *,
     eng = engine if engine is not None else make_engine(opts, ref)
     warnings: list[str] = []
     capacity = eng.capacity_tokens if eng.exact else opts.capacity_tokens
+    if eng.exact and opts.capacity_tokens is not None:
+        warnings.append("--capacity-tokens is for the vllm and openai engines; the hf engine's capacity comes from "
+                        "--kv-budget")
     variants: list[tuple[str, Sequence[str | Path], Iterable[Request] | None]] = [("original", list(paths), None)]
     if opts.proposed:
         variants.append(("proposed", list(opts.proposed), None))
     elif proposed_requests is not None:
         variants.append(("proposed", ["<proposed>"], proposed_requests))
     records: list[ReplayRecord] = []
+    tools_checked = False
     try:
         for vi, (variant, vpaths, vreqs) in enumerate(variants):
             if not eng.reset():
@@ -462,6 +472,11 @@ def verify(paths: Sequence[str | Path], options: ReplayOptions | None = None, *,
             if opts.limit is not None:
                 steps = itertools.islice(steps, opts.limit)
             for step in steps:
+                tmpl = getattr(getattr(step.context, "tokenizer", None), "chat_template", None)
+                if not tools_checked and tmpl and "tools" not in tmpl and any(p.kind == "tool" for p in step.request.parts):
+                    warnings.append("the model's chat template ignores tool definitions: they are not in the "
+                                    "replayed prompts (tool-order cache breaks cannot show here)")
+                tools_checked = tools_checked or any(p.kind == "tool" for p in step.request.parts)
                 if step.context is None or step.prompt.width != 4:
                     raise ConfigError(f"{step.request.source.path}: hashed traces carry no prompt text to replay")
                 ids = np.frombuffer(step.prompt.units, dtype="<u4").tolist()
@@ -494,6 +509,8 @@ def verify(paths: Sequence[str | Path], options: ReplayOptions | None = None, *,
     finally:
         if own:
             eng.close()
+    if not records:
+        raise InputError("no requests to replay (nothing proved)", path=str(paths[0]) if paths else None)
     _match_proposals(records)
     return ReplayResult(
         engine=eng.name, model=eng.model_name, device=eng.device, block_size=eng.block_size, exact=eng.exact,

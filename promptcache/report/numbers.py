@@ -15,7 +15,10 @@ def usd(v: Decimal | float | None) -> str:
         return "—"
     d = v if isinstance(v, Decimal) else Decimal(repr(float(v)))
     q = Decimal("0.0001") if abs(d) < 1 else Decimal("0.01")
-    return f"${d.quantize(q, rounding=ROUND_HALF_UP):,}"
+    r = d.quantize(q, rounding=ROUND_HALF_UP)
+    if r == 0:
+        r = abs(r)  # no "$-0.0000"
+    return f"${r:,}"
 
 
 def pct(x: float | None) -> str:
