@@ -10,21 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..pipeline import AuditResult
-from .numbers import pct, usd
-
-
-def duration(s: float | None) -> str:
-    """Seconds as ``2h 14m`` / ``5m 3s`` / ``42s``."""
-    if s is None:
-        return "unknown span"
-    s = int(s)
-    if s >= 86400:
-        return f"{s // 86400}d {s % 86400 // 3600}h"
-    if s >= 3600:
-        return f"{s // 3600}h {s % 3600 // 60}m"
-    if s >= 60:
-        return f"{s // 60}m {s % 60}s"
-    return f"{s}s"
+from .numbers import duration, pct, usd
 
 
 def per_day(v: Decimal | None, span: float | None) -> str:

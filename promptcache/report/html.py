@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
-from .numbers import pct, usd
+from .numbers import duration, pct, usd
 
 COLORS = {"no_cache": "#8c959f", "reported": "#a371f7", "simulated": "#0969da", "ideal": "#1a7f37"}
 LABELS = {"no_cache": "No cache", "reported": "Reported (log usage)", "simulated": "Simulated rules",
@@ -28,19 +28,6 @@ SEVERITY = {"error": "#cf222e", "warning": "#9a6700", "info": "#0969da"}
 def esc(v: Any) -> str:
     """Escape any value for HTML text or a quoted attribute (``None`` → ``""``)."""
     return "" if v is None else _html.escape(str(v), quote=True)
-
-
-def _duration(s: float | None) -> str:
-    if s is None:
-        return "no arrival times"
-    s = int(s)
-    if s >= 86400:
-        return f"{s // 86400}d {s % 86400 // 3600}h"
-    if s >= 3600:
-        return f"{s // 3600}h {s % 3600 // 60}m"
-    if s >= 60:
-        return f"{s // 60}m {s % 60}s"
-    return f"{s}s"
 
 
 # ---------------------------------------------------------------- charts (inline SVG)
@@ -274,7 +261,7 @@ def _over_time(rec: dict[str, Any]) -> str:
         when = (datetime.fromtimestamp(start, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC") if start > 1e9
                 else "the start of the trace")
         bw = ser["bin_width"]
-        width = _duration(bw) if bw >= 1 else f"{bw:.2f}s"
+        width = duration(bw) if bw >= 1 else f"{bw:.2f}s"
         xnote = f"{len(bins)} bins of {width} from {when}"
     else:
         xnote = f"{len(bins)} bins by arrival order (the log has no arrival times)"
@@ -484,7 +471,7 @@ def render_html(rec: dict[str, Any], proposals: Sequence[dict[str, Any]] | None 
     skipped = sum(st["skipped_lines"] for st in rec["inputs"])
     tok = s["tokenizer"]
     sub = (f"{files} ({fmts or 'no requests'}) · {s['requests']:,} requests · {s['prompt_tokens']:,} prompt tokens · "
-           f"{_duration(s['span_seconds'])} · tokenizer {tok['name'] or '-'} ({'exact' if tok['exact'] else 'approximate'})"
+           f"{duration(s['span_seconds'], none='no arrival times')} · tokenizer {tok['name'] or '-'} ({'exact' if tok['exact'] else 'approximate'})"
            + (f" · {skipped:,} malformed line(s) skipped" if skipped else ""))
     body = (f'<header><h1>{esc(title)}</h1><p class="sub">{esc(sub)}</p></header>'
             f"{_kpis(rec)}{_scenarios(rec)}{_over_time(rec)}{_prefixes(rec)}{_findings(rec)}"

@@ -24,3 +24,17 @@ def usd(v: Decimal | float | None) -> str:
 def pct(x: float | None) -> str:
     """A ratio as a percentage with one decimal (``—`` for ``None``)."""
     return "—" if x is None else f"{100 * x:.1f}%"
+
+
+def duration(s: float | None, none: str = "unknown span") -> str:
+    """Seconds as ``1d 2h`` / ``2h 14m`` / ``5m 3s`` / ``42s`` (whole seconds, truncated); *none* for ``None``."""
+    if s is None:
+        return none
+    s = int(s)
+    if s >= 86400:
+        return f"{s // 86400}d {s % 86400 // 3600}h"
+    if s >= 3600:
+        return f"{s // 3600}h {s % 3600 // 60}m"
+    if s >= 60:
+        return f"{s // 60}m {s % 60}s"
+    return f"{s}s"
