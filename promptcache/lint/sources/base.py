@@ -54,6 +54,30 @@ class LineIndex:
         return self.text[a:b]
 
 
+class Occurrences:
+    """Where each repeated substring of *src* occurs, in order: the k-th ``find(raw)`` returns the
+    offset of the k-th occurrence of *raw* (``-1`` once there are no more).
+
+    Places a template's pieces back in the source text they were parsed from, when the parser
+    gives the pieces but not their offsets (``string.Formatter``, YAML scalars).
+    """
+
+    def __init__(self, src: str) -> None:
+        self.src = src
+        self._seen: dict[str, int] = {}
+
+    def find(self, raw: str) -> int:
+        """Offset in *src* of the next not-yet-returned occurrence of *raw*, or ``-1``."""
+        k = self._seen.get(raw, 0)
+        self._seen[raw] = k + 1
+        i = -1
+        for _ in range(k + 1):
+            i = self.src.find(raw, i + 1)
+            if i < 0:
+                break
+        return i
+
+
 def parse_directive(comment: str, span: Span, *, alone: bool, next_line: int,
                     removal: Edit | None) -> Directive | Issue | None:
     """Read one comment's directive.

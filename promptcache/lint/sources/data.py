@@ -17,7 +17,7 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from ..model import Doc, Issue, Parsed, Part, Piece, Span
-from .base import LineIndex, line_removal, next_content_line, parse_directive
+from .base import LineIndex, Occurrences, line_removal, next_content_line, parse_directive
 from .templating import scan_string
 
 _YAML_COMMENT = re.compile(r"(?:^|[ \t])#([^\n]*)", re.M)
@@ -41,17 +41,11 @@ class _Ctx:
         value = node.value
         src_a, src_b = node.start_mark.index, node.end_mark.index
         src = self.text[src_a:src_b]
-        seen: dict[str, int] = {}
+        occurrences = Occurrences(src)
 
         def locate(s: int, e: int, raw: str) -> Span:
             if raw and "{" in raw:
-                k = seen.get(raw, 0)
-                seen[raw] = k + 1
-                i = -1
-                for _ in range(k + 1):
-                    i = src.find(raw, i + 1)
-                    if i < 0:
-                        break
+                i = occurrences.find(raw)
                 if i >= 0:
                     return self.index.span(self.path, src_a + i, src_a + i + len(raw))
             return self.index.span(self.path, src_a, src_a + 1)

@@ -30,7 +30,7 @@ import tokenize
 from typing import Iterator
 
 from ..model import Doc, Edit, Issue, Parsed, Part, Piece, Slot, Span
-from .base import LineIndex, line_removal, next_content_line, parse_directive
+from .base import LineIndex, Occurrences, line_removal, next_content_line, parse_directive
 
 PROMPT_NAME = re.compile(r"(?i)(prompt|system|instruction|template|persona|preamble)")
 _ANTHROPIC = re.compile(r"(?:^|\.)messages\.(?:create|stream|count_tokens)$")
@@ -281,7 +281,7 @@ class PythonSource:
         src = self.text[src_a:src_b]
         out: list[Piece] = []
         auto = 0
-        seen: dict[str, int] = {}
+        occurrences = Occurrences(src)
         try:
             fields = list(string.Formatter().parse(base.value))
         except ValueError:
@@ -301,13 +301,7 @@ class PythonSource:
             else:
                 arg = kw.get(root)
             raw = "{" + field
-            k = seen.get(raw, 0)
-            seen[raw] = k + 1
-            i = -1
-            for _ in range(k + 1):
-                i = src.find(raw, i + 1)
-                if i < 0:
-                    break
+            i = occurrences.find(raw)
             span = self.index.span(self.path, src_a + max(i, 0), src_a + max(i, 0) + len(raw) + 1)
             probes = [f"{{{{ {field} }}}}", field]
             if arg is not None:
@@ -513,7 +507,7 @@ class PythonSource:
         a = self.offset(node.lineno, node.col_offset)  # type: ignore[attr-defined]
         b = self.offset(node.end_lineno or node.lineno, node.end_col_offset or node.col_offset)  # type: ignore[attr-defined]
         src = self.text[a:b]
-        seen: dict[str, int] = {}
+        occurrences = Occurrences(src)
         out: list[Piece] = []
         for p in pieces:
             if p.kind != "static":
@@ -524,13 +518,7 @@ class PythonSource:
                 if m.start() > pos:
                     out.append(Piece("static", p.text[pos:m.start()], span=p.span))
                 raw = m.group(0)
-                k = seen.get(raw, 0)
-                seen[raw] = k + 1
-                i = -1
-                for _ in range(k + 1):
-                    i = src.find(raw, i + 1)
-                    if i < 0:
-                        break
+                i = occurrences.find(raw)
                 span = self.index.span(self.path, a + max(i, 0), a + max(i, 0) + len(raw))
                 name = m.group(1)
                 out.append(Piece("slot", slot=Slot(span, raw, "variable", (f"{{{{ {name} }}}}", name))))
