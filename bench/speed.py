@@ -5,7 +5,8 @@
 
 Prints, for each size:
 
-- ``audit`` wall time and peak RSS of ``promptcache audit`` (a subprocess, so RSS is its own);
+- ``audit`` wall time and peak memory of ``promptcache audit`` (a subprocess; the PSS of its
+  two processes summed, or the larger single RSS);
 - ``floor``: tiktoken ``encode_ordinary_batch`` over every request's full prompt text, once (the
   naive floor of any tokenizer-exact tool), and the ratio audit / floor (target <= 0.2 at 100k);
 - growth of audit time from the smallest to the largest size (target <= 11x for 10x requests);
@@ -40,20 +41,60 @@ def log_for(n: int, csv: bool = False) -> Path:
     return path
 
 
+def _tree_pss_kb(pid: int) -> int:
+    """Proportional set size of a process and all its descendants, in KiB (Linux /proc; 0
+    elsewhere): pages a forked child still shares with its parent count once, not twice."""
+    total = 0
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/smaps_rollup") as fh:
+                for line in fh:
+                    if line.startswith("Pss:"):
+                        total += int(line.split()[1])
+                        break
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as fh:
+                    todo += [int(c) for c in fh.read().split()]
+        except (OSError, ValueError):
+            continue
+    return total
+
+
 def timed(cmd: list[str], timeout: float | None = None, env: dict | None = None) -> tuple[float, int, int]:
-    """(wall seconds, peak RSS in MB, return code) of a subprocess; RSS from wait4."""
+    """(wall seconds, peak RSS in MB, return code) of a subprocess.
+
+    Peak memory is the larger of wait4's peak RSS (the biggest single process) and the peak of
+    the summed PSS of the process and its children, sampled every 50 ms (the audit runs in two
+    processes; PSS counts the pages they share once).
+    """
+    import threading
+
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    peak = [0]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.05):
+            peak[0] = max(peak[0], _tree_pss_kb(proc.pid))
+
+    th = threading.Thread(target=sample, daemon=True)
+    th.start()
     try:
         _, status, ru = os.wait4(proc.pid, 0)
     except KeyboardInterrupt:
         proc.kill()
         raise
+    finally:
+        done.set()
+        th.join()
     wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         sys.stderr.write(proc.stderr.read().decode()[-2000:] if proc.stderr else "")
-    return wall, ru.ru_maxrss // 1024, proc.returncode
+    return wall, max(ru.ru_maxrss, peak[0]) // 1024, proc.returncode
 
 
 def floor_seconds(path: Path) -> tuple[float, int]:

@@ -223,3 +223,18 @@ class Divergence:
     segment: str
     char_offset: int | None
     token_index: int
+
+
+def _pickle_as_fields(*classes: type) -> None:
+    """Pickle frozen slotted dataclasses as ``(class, field values)``: the dataclass default goes
+    through a Python ``__getstate__`` that builds a dict per object, which made pickling the
+    pipeline's deltas between processes cost more than reading the log."""
+    import operator
+    from dataclasses import fields
+
+    for cls in classes:
+        get = operator.attrgetter(*(f.name for f in fields(cls)))
+        cls.__reduce__ = lambda self, get=get: (type(self), get(self))  # type: ignore[method-assign]
+
+
+_pickle_as_fields(Breakpoint, Part, Usage, HashedPrompt, Source, Request, Segment, Divergence)

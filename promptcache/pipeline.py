@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import hashlib
+import heapq
+import os
 import itertools
 import zlib
 from array import array
@@ -26,16 +27,17 @@ import numpy as np
 from .errors import ConfigError
 from .ingest import InputStats, ReadOptions, merge_by_arrival, read_requests
 from .ingest.common import provider_for_model
-from .model import Divergence, Request, Segment
+from .model import Divergence, Request
 from .pricing import PriceBook, Rates
-from .render import make_format
 from .simulate import Outcome, Prompt, RequestRef, Simulator
 from .simulate.rules import CacheRules, ProviderFile, load_providers, provider as provider_file
-from .tokenize import TokenMemo, Tokenizer, resolve_tokenizer
+from .prepare import CHUNK, Back, Context, Front, front_process
+from .tokenize import Tokenizer, resolve_tokenizer
 
 SCENARIOS = ("no_cache", "reported", "simulated", "ideal")
-CHUNK = 512  # requests rendered and tokenized per batch
-UNITS_CACHE = 20_000  # framed segment units kept per context (the oldest half goes when full)
+#: Inputs from this size on are audited in two processes by default (below it, starting the
+#: second process costs more than it saves).
+TWO_PROCESSES_BYTES = 16 * 2**20
 
 
 @dataclass
@@ -55,6 +57,11 @@ class AuditOptions:
         top: how many shared prefixes to rank.
         diagnose: find and price what breaks the cache (``findings``).
         show_text: quote values in findings unredacted.
+        workers: processes for one run: 1 runs everything here; 2 reads, renders and tokenizes
+            in a second process while this one simulates and diagnoses; ``None`` (the default)
+            uses 2 on machines with two or more cores for inputs of
+            :data:`TWO_PROCESSES_BYTES` or more. More than 2 counts as 2 (``--dask`` scales
+            further).
     """
 
     cache_model: str | None = None
@@ -68,6 +75,7 @@ class AuditOptions:
     top: int = 10
     diagnose: bool = True
     show_text: bool = False
+    workers: int | None = None
 
     def __post_init__(self) -> None:
         """Reject values no run could use, naming the option.
@@ -85,6 +93,9 @@ class AuditOptions:
                 raise ConfigError(f"{name} must be a whole number >= 1, got {v!r}")
         if isinstance(self.top, bool) or not isinstance(self.top, int) or self.top < 0:
             raise ConfigError(f"--top must be a whole number >= 0, got {self.top!r}")
+        if self.workers is not None and (isinstance(self.workers, bool) or not isinstance(self.workers, int)
+                                         or self.workers < 1):
+            raise ConfigError(f"--workers must be a whole number >= 1, got {self.workers!r}")
 
 
 @dataclass
@@ -197,29 +208,6 @@ class AuditResult:
         return all(exact for exact, _ in self.tokenizers.values())
 
 
-class _Context:
-    """Per (provider file, tokenizer): the chat format and the token memo."""
-
-    def __init__(self, pf: ProviderFile, tokenizer: Tokenizer):
-        self.pf = pf
-        self.tokenizer = tokenizer
-        self.format = make_format(tokenizer, pf.layout)
-        self.memo = TokenMemo(tokenizer)
-        self._frame_bytes: dict[tuple[int, ...], bytes] = {}
-        # framed unit bytes and text digest per segment object (segments repeat as the same
-        # objects across requests: render memoizes them); the entry keeps its segment alive
-        self.units: dict[int, tuple[Segment, bytes, bytes]] = {}
-        # breakpoint and boundary caches key entries by the prefix up to each segment
-        self.needs_keys = any(m.get("mode") != "prefix" for _, m in pf.models)
-
-    def frame(self, ids: tuple[int, ...]) -> bytes:
-        """Framing ids as unit bytes (memoized)."""
-        b = self._frame_bytes.get(ids)
-        if b is None:
-            b = self._frame_bytes[ids] = np.asarray(ids, dtype="<u4").tobytes()
-        return b
-
-
 class _Pipeline:
     """Holds the per-run state: contexts, rules, simulator, accumulators."""
 
@@ -228,7 +216,7 @@ class _Pipeline:
         self.providers = load_providers()
         if opts.cache_model:
             provider_file(opts.cache_model)  # validate early
-        self.contexts: dict[tuple[str, str], _Context] = {}
+        self.contexts: dict[tuple[str, str], Context] = {}
         self.tok_cache: dict[tuple[str | None, str | None], Tokenizer | None] = {}
         self.rules: dict[tuple[str, str | None, str | None], CacheRules] = {}
         self.ns_rules: dict[str, CacheRules] = {}
@@ -261,7 +249,7 @@ class _Pipeline:
                       "format or provider field): use --cache-model vllm or sglang for a self-hosted engine")
         return self.providers[name]
 
-    def context_for(self, pf: ProviderFile, req: Request) -> _Context:
+    def context_for(self, pf: ProviderFile, req: Request) -> Context:
         """Tokenizer and chat format for a request under a provider file."""
         default = pf.tokenizer
         if default is None and self.opts.tokenizer is None:
@@ -277,7 +265,7 @@ class _Pipeline:
         ck = (pf.id, tok.name)
         ctx = self.contexts.get(ck)
         if ctx is None:
-            ctx = self.contexts[ck] = _Context(pf, tok)
+            ctx = self.contexts[ck] = Context(pf, tok)
         return ctx
 
     def rules_for(self, pf: ProviderFile, req: Request) -> CacheRules:
@@ -291,60 +279,7 @@ class _Pipeline:
         return r
 
 
-def _chained_keys(segs: Sequence[Segment], ctx: _Context, texts_digest: Sequence[bytes]) -> list[bytes]:
-    keys: list[bytes] = []
-    h = b""
-    for s, d in zip(segs, texts_digest):
-        h = hashlib.blake2b(h + ctx.frame(s.head) + d + ctx.frame(s.tail), digest_size=16).digest()
-        keys.append(h)
-    return keys
-
-
-def _tokenize_chunk(pipe: _Pipeline, chunk: list[Request]) -> list[tuple[Request, ProviderFile, _Context | None, Prompt]]:
-    """Render and tokenize a chunk of requests (one tokenizer batch per context)."""
-    plan: list[tuple[Request, ProviderFile, _Context | None, list[Segment] | None]] = []
-    todo: dict[int, tuple[_Context, dict[int, Segment]]] = {}
-    for req in chunk:
-        pf = pipe.provider_for(req)
-        if req.hashed is not None:
-            plan.append((req, pf, None, None))
-            continue
-        ctx = pipe.context_for(pf, req)
-        segs = ctx.format.render(req)
-        plan.append((req, pf, ctx, segs))
-        units = ctx.units
-        for s in segs:
-            got = units.get(id(s))
-            if got is None or got[0] is not s:
-                todo.setdefault(id(ctx), (ctx, {}))[1][id(s)] = s
-    for ctx, new in todo.values():  # one tokenizer batch per context, only for segments not seen
-        segs_new = list(new.values())
-        ids, digests = ctx.memo.encode_keyed([s.text for s in segs_new])
-        for s, tb, dg in zip(segs_new, ids, digests):
-            ctx.units[id(s)] = (s, ctx.frame(s.head) + tb + ctx.frame(s.tail), dg)
-    out = []
-    for req, pf, ctx, segs in plan:
-        if ctx is None or segs is None:
-            hp = req.hashed
-            assert hp is not None
-            units = np.asarray(hp.block_ids, dtype="<u8").tobytes()
-            out.append((req, pf, None, Prompt(units, 8, hp.block_tokens, hp.input_tokens)))
-            continue
-        cache = ctx.units
-        entries = [cache[id(s)] for s in segs]
-        pieces = [e[1] for e in entries]
-        ends = list(itertools.accumulate(len(b) >> 2 for b in pieces))
-        keys = (lambda segs=segs, entries=entries, ctx=ctx: _chained_keys(segs, ctx, [e[2] for e in entries])) \
-            if ctx.needs_keys else None
-        out.append((req, pf, ctx, Prompt(b"".join(pieces), 4, 1, ends[-1] if ends else 0, segs, ends, (), keys)))
-    for ctx in {id(c): c for _, _, c, _ in plan if c is not None}.values():
-        if len(ctx.units) > UNITS_CACHE:  # evict after the chunk is assembled, oldest half first
-            for k in list(itertools.islice(ctx.units, len(ctx.units) - UNITS_CACHE // 2)):
-                del ctx.units[k]
-    return out
-
-
-def _divergence(prompt: Prompt, ctx: _Context | None, at: int) -> Divergence:
+def _divergence(prompt: Prompt, ctx: Context | None, at: int) -> Divergence:
     """Where token ``at`` falls: segment path, character offset inside the part, token index."""
     if ctx is None or not prompt.segments:
         return Divergence(f"block[{at // prompt.unit_tokens}]", None, at)
@@ -367,7 +302,11 @@ def _divergence(prompt: Prompt, ctx: _Context | None, at: int) -> Divergence:
 
 
 def _stretches(pipe: _Pipeline, book: PriceBook, top: int) -> list[PrefixStretch]:
-    """Rank shared stretches of the ideal trees by money (tokens when unpriced)."""
+    """Rank shared stretches of the ideal trees by money (tokens when unpriced).
+
+    Within one tree every stretch is priced at the same rate, so its ``top`` stretches by
+    tokens × reuses are its ``top`` by money: only those are priced and named.
+    """
     found: list[PrefixStretch] = []
     for (pid, model), ic in pipe.sim.ideal.items():
         tree = ic.tree
@@ -379,6 +318,10 @@ def _stretches(pipe: _Pipeline, book: PriceBook, top: int) -> list[PrefixStretch
             inp = rates.base("input")
             if inp is not None:
                 delta = inp - (read if read is not None else inp)
+        unit_tokens = ic.unit_tokens
+        sign = -1 if delta is not None and delta < 0 else 1
+        cands: list[tuple[int, int, Any, int]] = []  # (rank, -order, first node, edge units)
+        order = 0
         stack = [(c, None) for c in tree.root.children.values()]
         while stack:
             node, head = stack.pop()
@@ -393,17 +336,19 @@ def _stretches(pipe: _Pipeline, book: PriceBook, top: int) -> list[PrefixStretch
                 continue
             first = head[0]
             if first.uses:
-                ref: RequestRef = first.creator
-                unit_tokens = ic.unit_tokens
-                tokens = head[1] * unit_tokens
-                start = first.start * unit_tokens
-                val = delta * tokens * first.uses / 1_000_000 if delta is not None else None
-                real = delta * tokens * first.hits / 1_000_000 if delta is not None else None
-                seg_first = ref.segment_at(start) or f"block[{first.start}]"
-                seg_last = ref.segment_at(start + tokens - 1) or f"block[{first.start + head[1] - 1}]"
-                found.append(PrefixStretch(f"{pid}/{model}", start, tokens, first.uses, first.hits,
-                                           seg_first, seg_last, ref.id, ref.line, ref.path, val, real))
+                cands.append((sign * head[1] * unit_tokens * first.uses, -order, first, head[1]))
+                order += 1
             stack.extend((c, None) for c in kids)
+        for _, _, first, n_units in sorted(heapq.nlargest(top, cands), key=lambda c: -c[1]):
+            ref: RequestRef = first.creator
+            tokens = n_units * unit_tokens
+            start = first.start * unit_tokens
+            val = delta * tokens * first.uses / 1_000_000 if delta is not None else None
+            real = delta * tokens * first.hits / 1_000_000 if delta is not None else None
+            seg_first = ref.segment_at(start) or f"block[{first.start}]"
+            seg_last = ref.segment_at(start + tokens - 1) or f"block[{first.start + n_units - 1}]"
+            found.append(PrefixStretch(f"{pid}/{model}", start, tokens, first.uses, first.hits,
+                                       seg_first, seg_last, ref.id, ref.line, ref.path, val, real))
     found.sort(key=stretch_rank, reverse=True)
     return found[:top]
 
@@ -429,7 +374,7 @@ class Step:
 
     request: Request
     prompt: Prompt
-    context: _Context | None
+    context: Context | None
     rules: CacheRules
     outcome: Outcome
     other: RequestRef | None
@@ -437,6 +382,9 @@ class Step:
 
 class Pipeline:
     """Runs ingest → render → tokenize → simulate over log files, one :class:`Step` per request.
+
+    Reading, rendering and tokenizing (:class:`~promptcache.prepare.Front`) run in a second
+    process when :meth:`two_processes` says so; the results are the same either way.
 
     Args:
         paths: log files, merged in arrival order.
@@ -465,9 +413,8 @@ class Pipeline:
         pipe = cls([label], opts, requests)
         return pipe
 
-    def steps(self, progress: Callable[[int], None] | None = None) -> Iterator[Step]:
-        """Stream every request through the pipeline, in arrival order."""
-        pipe = self.state
+    def chunks(self) -> Iterator[list[Request]]:
+        """The requests to audit, in arrival order, in chunks of :data:`~promptcache.prepare.CHUNK`."""
         if self.requests is not None:
             stream = iter(self.requests)
         else:
@@ -475,14 +422,65 @@ class Pipeline:
         if self.partition is not None:
             k, n = self.partition
             stream = (r for r in stream if self.partition_of(r, n) == k)
-        done = 0
         while True:
             chunk = list(itertools.islice(stream, CHUNK))
             if not chunk:
-                break
-            for req, pf, ctx, prompt in _tokenize_chunk(pipe, chunk):
-                yield self._simulate(req, pf, ctx, prompt)
+                return
+            yield chunk
+
+    def two_processes(self) -> bool:
+        """Whether reading, rendering and tokenizing run in a second process (``workers``): only
+        over files, where the platform can fork, and not inside a ``--dask`` partition."""
+        import multiprocessing as mp
+
+        w = self.opts.workers
+        if self.requests is not None or self.partition is not None or w == 1 \
+                or "fork" not in mp.get_all_start_methods():
+            return False
+        if w is None:
+            if (os.cpu_count() or 1) < 2:
+                return False
+            size = 0
+            for p in self.paths:
+                with contextlib.suppress(OSError):
+                    size += os.path.getsize(p)
+            return size >= TWO_PROCESSES_BYTES
+        return True
+
+    def steps(self, progress: Callable[[int], None] | None = None) -> Iterator[Step]:
+        """Stream every request through the pipeline, in arrival order.
+
+        With :meth:`two_processes`, the first chunk runs here (loading the tokenizers and
+        warming the memos), then a forked process carries on reading, rendering and tokenizing
+        from where this one stopped and sends :class:`~promptcache.prepare.Delta` s back.
+        """
+        front, back = Front(self.state), Back(self.state)
+        chunks = self.chunks()
+        done = 0
+        split = self.two_processes()
+        for chunk in chunks:
+            for d in front.prepare(chunk):
+                yield self._simulate(*back.assemble(d))
+            back.drop(front.take_dropped())
             done += len(chunk)
+            if progress:
+                progress(done)
+            if split:
+                break
+        else:
+            return
+        state = self.state
+        for kind, deltas, dropped in front_process(lambda: (front, chunks, lambda: (self.inputs, state.warnings))):
+            if kind == "end":
+                inputs, warnings = deltas
+                self.inputs[:] = inputs
+                for w in warnings:
+                    state.warn(w)
+                break
+            for d in deltas:
+                yield self._simulate(*back.assemble(d))
+            back.drop(dropped)
+            done += len(deltas)
             if progress:
                 progress(done)
 
@@ -492,7 +490,7 @@ class Pipeline:
         pf = self.state.provider_for(req)
         return zlib.crc32(f"{pf.id}/{req.model or '-'}".encode()) % n
 
-    def _simulate(self, req: Request, pf: ProviderFile, ctx: _Context | None, prompt: Prompt) -> Step:
+    def _simulate(self, req: Request, pf: ProviderFile, ctx: Context | None, prompt: Prompt) -> Step:
         pipe = self.state
         rules = pipe.rules_for(pf, req)
         model = req.model or "-"
@@ -501,8 +499,8 @@ class Pipeline:
         pipe.ns_rules.setdefault(ns, rules)
         idx = pipe.index
         pipe.index += 1
-        ref = RequestRef(idx, req.id, req.source.line, req.source.path,
-                         array("I", prompt.seg_ends), tuple(s.path for s in prompt.segments))
+        ref = RequestRef(idx, req.id, req.source.line, req.source.path, array("I", prompt.seg_ends),
+                         prompt.seg_paths if prompt.seg_paths is not None else tuple(s.path for s in prompt.segments))
         cached, write, write_1h, shared, reason, other, flags = pipe.sim.step(
             ref=ref, prompt=prompt, rules=rules, namespace=ns, ideal_key=(pf.id, model), now=req.arrival)
         ic = pipe.sim.ideal[(pf.id, model)]

@@ -14,7 +14,7 @@ from ..pipeline import audit
 from ..diagnose.rules import RANK
 from ..errors import ConfigError, ExitCode
 from .common import (BlockSize, CacheModel, Capacity, HashBlock, InputFormat, Logs, Model, Prices, Severity,
-                     ShowText, Strict, TTL, TokenizerOpt, audit_options, report_console, with_progress,
+                     ShowText, Workers, Strict, TTL, TokenizerOpt, audit_options, report_console, with_progress,
                      ReportFormat as Format, ReportTable as Table)
 from ..fileio import emit, refuse_inputs
 
@@ -41,6 +41,7 @@ def audit_cmd(
     no_requests: bool = typer.Option(False, "--no-requests", help="Leave the per-request array out of the JSON."),
     fail_on: Optional[Severity] = typer.Option(None, "--fail-on", help="Exit 1 when a finding at or above this severity is found."),
     show_text: ShowText = False,
+    workers: Workers = None,
     propose: bool = typer.Option(False, "--propose", help="Infer the templates, propose stable-first versions and re-price them."),
     write_proposed: Optional[Path] = typer.Option(None, "--write-proposed", help="Write the proposed log (implies --propose): the input's own records, rewritten, as JSONL (gzipped for .gz); never over an input."),
     dask: Optional[str] = typer.Option(None, "--dask", metavar="[SCHEDULER_ADDRESS]", help="Run on Dask, partitioned by cache namespace: a local cluster, or the scheduler at this address (tcp://host:8786)."),
@@ -61,7 +62,8 @@ def audit_cmd(
         propose = True
     opts = audit_options(cache_model=cache_model, tokenizer=tokenizer, ttl=ttl, capacity_tokens=capacity_tokens,
                          block_size=block_size, prices=prices, model=model, input_format=input_format,
-                         hash_block_size=hash_block_size, strict=strict, show_text=show_text, top=top)
+                         hash_block_size=hash_block_size, strict=strict, show_text=show_text, top=top,
+                         workers=workers)
     if verify_limit < 1:
         raise ConfigError("--verify-limit must be at least 1")
     proposed = None

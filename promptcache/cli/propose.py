@@ -10,7 +10,7 @@ from typing import Optional
 import typer
 
 from ..errors import ConfigError
-from .common import (BlockSize, CacheModel, Capacity, HashBlock, InputFormat, Logs, Model, Prices, ShowText,
+from .common import (BlockSize, CacheModel, Capacity, HashBlock, InputFormat, Logs, Model, Prices, ShowText, Workers,
                      Strict, TTL, TokenizerOpt, audit_options, report_console, with_progress,
                      ReportFormat as Format, ReportTable as Table)
 from ..fileio import emit, refuse_inputs
@@ -29,6 +29,7 @@ def propose_cmd(
     model: Model = None,
     strict: Strict = False,
     show_text: ShowText = False,
+    workers: Workers = None,
     write_proposed: Optional[Path] = typer.Option(None, "--write-proposed", help="Write the proposed log here: the input's own records, rewritten, as JSONL (gzipped for .gz); never over an input."),
     fmt: Format = typer.Option(Format.text, "--format", "-f", help="Report format: text, json, html, markdown, csv or "
                                "parquet (a table, see --table)."),
@@ -46,7 +47,7 @@ def propose_cmd(
         raise ConfigError("--format parquet writes a binary file: give it --output FILE")
     opts = audit_options(cache_model=cache_model, tokenizer=tokenizer, ttl=ttl, capacity_tokens=capacity_tokens,
                          block_size=block_size, prices=prices, model=model, input_format=input_format,
-                         hash_block_size=hash_block_size, strict=strict, show_text=show_text)
+                         hash_block_size=hash_block_size, strict=strict, show_text=show_text, workers=workers)
     res = with_progress("proposing", lambda p: propose(logs, opts, write=write_proposed, progress=p))
     if fmt in (Format.html, Format.markdown, Format.csv, Format.parquet):
         from ..report.formats import emit_report

@@ -22,11 +22,12 @@ from bisect import bisect_right
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 from decimal import Decimal
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..pipeline import Pipeline, Step, _Context
+from ..pipeline import Pipeline, Step
+from ..prepare import Context as _Context
 from ..content import canonical_json, documents, looks_like_documents, normalize_whitespace, stable_documents
 from ..model import Part, Request
 from ..prefix.lcp import common_prefix

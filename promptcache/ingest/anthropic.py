@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import BadRecord
 from ..model import Breakpoint, Part
-from .common import PARTS, blob_digest, require_list, stable_json
+from .common import HISTORY, PARTS, blob_digest, require_list, stable_json
 
 #: Anthropic TTL strings → seconds; "5m" is the default.
 TTL = {"5m": 300, "1h": 3600}
@@ -97,8 +97,7 @@ def parse_anthropic(body: Mapping[str, Any]) -> list[Part]:
     system = body.get("system")
     if system is not None:
         parts.extend(PARTS.get("anthropic-system", 0, system, lambda: _system(system)))
-    for i, m in enumerate(msgs):
-        parts.extend(PARTS.get("anthropic", i, m, lambda: _message(i, m)))
+    parts.extend(HISTORY.parts("anthropic", msgs, _message))
     auto = breakpoint_of(body, "request")
     if auto and parts:
         last = parts[-1]

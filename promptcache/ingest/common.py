@@ -212,3 +212,91 @@ class PartMemo:
 
 #: The memo the body readers share (a pure function's cache).
 PARTS = PartMemo()
+
+
+class HistoryMemo:
+    """Parts of message lists that extend a list parsed before: each request of an agent
+    session parses only the messages it adds to the history it re-sends.
+
+    The lists parsed last ("tips") are remembered with their parts. A new list looks for a tip
+    among its own leading sublists that are at most :attr:`PROBES` messages shorter, by length
+    and the hash of the sublist's last message (its JSON), and confirms it with an exact list
+    comparison, which runs in C and stops at the first difference. Only then are the tip's parts
+    reused; messages past the tip are parsed through :data:`PARTS`.
+
+    Python equality decides the match, so JSON values Python counts equal (``1``, ``1.0`` and
+    ``true``) would match; a log whose re-sent history differs only so gets the earlier parts.
+    Memory is bounded (least recently extended tips go first).
+
+    Args:
+        budget_bytes: memory for kept tips, in bytes (estimated from their parts' text).
+    """
+
+    PROBES = 8
+
+    def __init__(self, budget_bytes: int = 192 * 2**20):
+        from collections import OrderedDict
+
+        self.budget = budget_bytes
+        self.size = 0
+        self._tips: OrderedDict[tuple[str, int, int], tuple[list[Any], tuple[Any, ...], int]] = OrderedDict()
+
+    @staticmethod
+    def _key(kind: str, msgs: list[Any], k: int) -> tuple[str, int, int] | None:
+        try:
+            raw = orjson.dumps(msgs[k - 1])
+        except TypeError:
+            return None
+        return (kind, k, hash(raw))
+
+    def parts(self, kind: str, msgs: list[Any], one: Any) -> list[Any]:
+        """The parts of every message of ``msgs``, in order; ``one(i, message)`` builds the parts
+        of message ``i`` (through :data:`PARTS`).
+
+        Raises:
+            BadRecord: whatever ``one`` raises for a message past the reused tip.
+        """
+        n = len(msgs)
+        parts: list[Any] = []
+        start = 0
+        base: tuple[Any, ...] = ()
+        base_cost = 0
+        tips = self._tips
+        top = None
+        for k in range(n, max(0, n - self.PROBES), -1):
+            key = self._key(kind, msgs, k)
+            if key is None:
+                break
+            if k == n:
+                top = key
+            tip = tips.get(key)
+            if tip is not None and tip[0] == msgs[:k]:
+                base, base_cost = tip[1], tip[2]
+                tips_msgs = tip[0] + msgs[k:]  # the texts the parts hold, not this record's copies
+                parts.extend(base)
+                start = k
+                if k < n:  # the session moved on: its tip is this list now
+                    self.size -= tips.pop(key)[2]
+                else:
+                    tips.move_to_end(key)
+                break
+        for i in range(start, n):
+            m = msgs[i]
+            parts.extend(PARTS.get(kind, i, m, lambda: one(i, m)))
+        if n and start < n:
+            key = top
+            if key is not None:
+                cost = base_cost + sum(len(parts[j].text) for j in range(len(base), len(parts))) + 256 * (n - start)
+                old = tips.pop(key, None)
+                if old is not None:
+                    self.size -= old[2]
+                tips[key] = (tips_msgs if start else msgs, tuple(parts), cost)
+                self.size += cost
+                while self.size > self.budget and tips:
+                    _, (_, _, c) = tips.popitem(last=False)
+                    self.size -= c
+        return parts
+
+
+#: The history memo the body readers share.
+HISTORY = HistoryMemo()

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import BadRecord
 from ..model import Breakpoint, Part
-from .common import PARTS, blob_digest, require_list, stable_json
+from .common import HISTORY, PARTS, blob_digest, require_list, stable_json
 
 ROLE_KIND = {
     "system": "system", "developer": "system", "user": "user", "assistant": "assistant",
@@ -84,8 +84,7 @@ def parse_chat(body: Mapping[str, Any]) -> list[Part]:
     tools = require_list(body.get("tools") or body.get("functions"), "tools")
     if tools:
         parts.extend(PARTS.get("tools", 0, tools, lambda: [Part("tool", f"tools[{i}]", stable_json(t)) for i, t in enumerate(tools)]))
-    for i, m in enumerate(msgs):
-        parts.extend(PARTS.get("chat", i, m, lambda: _chat_message(i, m)))
+    parts.extend(HISTORY.parts("chat", msgs, _chat_message))
     return parts
 
 

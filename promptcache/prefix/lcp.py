@@ -23,9 +23,13 @@ def common_prefix(a: bytes, b: bytes, width: int = 4, a_offset: int = 0) -> int:
         while i < m and a[a_offset + i * width:a_offset + (i + 1) * width] == b[i * width:(i + 1) * width]:
             i += 1
         return i
-    if a[a_offset:a_offset + m * width] == b[:m * width]:
+    # the common case, one extends the other: a memcmp, without copying either
+    if len(b) <= len(a) - a_offset:
+        if a.startswith(b, a_offset):
+            return m
+    elif b.startswith(memoryview(a)[a_offset:]):
         return m
     dt = _DTYPES[width]
-    x = np.frombuffer(a, dtype=dt, count=m, offset=a_offset)
-    y = np.frombuffer(b, dtype=dt, count=m)
-    return int(np.flatnonzero(x != y)[0])
+    neq = np.frombuffer(a, dtype=dt, count=m, offset=a_offset) != np.frombuffer(b, dtype=dt, count=m)
+    i = int(neq.argmax())
+    return i if neq[i] else m

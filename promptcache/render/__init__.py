@@ -122,6 +122,12 @@ class FramedFormat:
         # Segments already built, by part identity and framing (parts repeat as the same objects,
         # see ingest.common.PartMemo); the entry keeps its part alive so an id is never reused.
         self._segs: dict[tuple[int, tuple[int, ...], tuple[int, ...]], tuple[Part, Segment]] = {}
+        # Requests rendered last ("tips"), by (id of their last part, number of parts): a request
+        # whose parts extend a tip's (the next turn of an agent session) renders only the parts
+        # it adds. Each entry keeps its parts alive, so ids are never reused while it lives.
+        self._tips: dict[tuple[int, int], tuple[list[Part], str | None, list[Segment]]] = {}
+        self._generation = Segment("<generation-prompt>", "frame", "", self.ids(framing.generation))
+        self._appends = bool(layout.order) and layout.order[-1] == "messages"
 
     def _segment(self, p: Part, head: tuple[int, ...], tail: tuple[int, ...], framed: bool) -> Segment:
         key = (id(p), head, tail)
@@ -161,8 +167,50 @@ class FramedFormat:
             got = self._headers[role] = self.ids(self.framing.header.format(role=self.framing.roles.get(role, role)))
         return got
 
+    #: How many parts shorter than a request a tip it extends may be.
+    PROBES = 24
+    #: Tips kept (the oldest half is dropped when full).
+    TIPS = 8192
+
     def render(self, req: Request) -> list[Segment]:
-        """Segments of one request in prefix order, ending with the generation prompt."""
+        """Segments of one request in prefix order, ending with the generation prompt.
+
+        A request whose parts extend those of a request rendered before (same parts, same
+        rendered parameters, and only messages added) reuses that request's segments and
+        renders only what it adds; the result is the same as a whole render.
+        """
+        parts = req.parts
+        n = len(parts)
+        ptext = _params_text(req, self.layout.params) if self.layout.params else None
+        tips = self._tips
+        segs: list[Segment] | None = None
+        if self._appends and n:
+            for j in range(n, max(0, n - self.PROBES), -1):
+                tip = tips.get((id(parts[j - 1]), j))
+                if tip is None or tip[1] != ptext or tip[0] != parts[:j]:
+                    continue
+                if j == n:
+                    return tip[2] + [self._generation]
+                added = parts[j:]
+                first = added[0]
+                # the added parts must all land at the end, each message under its own header
+                if any(p.kind == "tool" for p in added) or (first.message is not None and first.message == parts[j - 1].message) \
+                        or (first.kind == "system" and all(p.kind in ("tool", "system") for p in parts[:j])):
+                    break
+                segs = tip[2] + self._messages(added)
+                del tips[(id(parts[j - 1]), j)]  # the session moved on: this request is its tip now
+                break
+        if segs is None:
+            segs = self._whole(req)
+        if len(tips) >= self.TIPS:
+            for k in list(itertools.islice(tips, self.TIPS // 2)):
+                del tips[k]
+        if n:
+            tips[(id(parts[-1]), n)] = (parts, ptext, segs)
+        return segs + [self._generation]
+
+    def _whole(self, req: Request) -> list[Segment]:
+        """Segments of every section of a request, without the generation prompt."""
         f = self.framing
         footer = self.ids(f.footer) if f.footer else ()
         segs: list[Segment] = []
@@ -173,20 +221,27 @@ class FramedFormat:
                 for k, p in enumerate(parts):
                     segs.append(self._segment(p, head if k == 0 else (), footer if (k == last and f.tools_role) else (), False))
                 continue
-            # group consecutive parts of one message (or the system field) under one header
-            groups: list[list[Part]] = []
-            for p in parts:
-                key = (p.message, p.role)
-                if groups and (groups[-1][0].message, groups[-1][0].role) == key and p.message is not None:
-                    groups[-1].append(p)
-                else:
-                    groups.append([p])
-            for g in groups:
-                head = self._header(g[0].role or "system")
-                last = len(g) - 1
-                for k, p in enumerate(g):
-                    segs.append(self._segment(p, head if k == 0 else (), footer if k == last else (), True))
-        segs.append(Segment("<generation-prompt>", "frame", "", self.ids(f.generation)))
+            segs += self._messages(parts)
+        return segs
+
+    def _messages(self, parts: Sequence[Part]) -> list[Segment]:
+        """Segments of a run of system or message parts: consecutive parts of one message (or
+        the system field) go under one header and one footer."""
+        f = self.framing
+        footer = self.ids(f.footer) if f.footer else ()
+        groups: list[list[Part]] = []
+        for p in parts:
+            key = (p.message, p.role)
+            if groups and (groups[-1][0].message, groups[-1][0].role) == key and p.message is not None:
+                groups[-1].append(p)
+            else:
+                groups.append([p])
+        segs: list[Segment] = []
+        for g in groups:
+            head = self._header(g[0].role or "system")
+            last = len(g) - 1
+            for k, p in enumerate(g):
+                segs.append(self._segment(p, head if k == 0 else (), footer if k == last else (), True))
         return segs
 
 

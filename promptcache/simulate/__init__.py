@@ -34,6 +34,8 @@ class Prompt:
         seg_keys: chained 16-byte digest of the prompt up to the end of each segment (used by
             breakpoint and boundary caches); computed on first use when ``key_source`` is set.
         key_source: makes ``seg_keys`` on demand (prefix caches never need them).
+        seg_paths: each segment's path, when the caller has them at hand (else taken from
+            ``segments``).
     """
 
     units: bytes
@@ -44,6 +46,7 @@ class Prompt:
     seg_ends: Sequence[int] = ()
     seg_keys: Sequence[bytes] = ()
     key_source: Any = None
+    seg_paths: tuple[str, ...] | None = None
 
     def keys(self) -> Sequence[bytes]:
         """``seg_keys``, computed now if they were left for later."""

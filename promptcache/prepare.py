@@ -1,0 +1,439 @@
+"""The pipeline's front half: render and tokenize requests into prompts, as deltas.
+
+An agent session re-sends its whole history on every turn, so the *n*-th request of a session
+holds the *n−1*-th one's prompt plus a few messages. The front half works on what each request
+adds:
+
+- :class:`Front` renders each request (the chat format reuses the segments of the request it
+  extends, see :meth:`~promptcache.render.FramedFormat.render`), finds the earlier request
+  ("tip") whose segments it extends, tokenizes only the segments never seen before, and emits a
+  :class:`Delta`: the tip it extends and what it adds.
+- :class:`Back` keeps the assembled prompts of the live tips and turns each delta into the
+  full :class:`~promptcache.simulate.Prompt` the simulator reads.
+
+The two run in one process, or in two (:func:`front_process`) with the deltas pickled between
+them: a delta carries only what its request adds, so the transfer costs about what the log's
+new text costs, not what its re-sent history does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import itertools
+import pickle
+import queue
+import threading
+import traceback
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
+
+import numpy as np
+
+from .model import Part, Request, Segment
+from .render import FramedFormat, make_format
+from .simulate import Prompt
+from .simulate.rules import ProviderFile
+from .tokenize import TokenMemo, Tokenizer
+
+CHUNK = 512  # requests rendered and tokenized per batch
+UNITS_CACHE = 20_000  # framed segment units kept per context (the oldest half goes when full)
+TIP_PROBES = 24  # how many segments shorter than a request a tip it extends may be
+TIPS = 4096  # tips kept per context (the oldest half goes when full)
+QUEUE_CHUNKS = 4  # prepared chunks either process holds ahead of the other
+
+
+class _FrontTip:
+    """A request as later requests may extend it: its segments but the last (the generation
+    prompt), its parts, and the id the back half knows it by."""
+
+    __slots__ = ("segs", "parts", "tid")
+
+    def __init__(self, segs: list[Segment], parts: Sequence[Part], tid: int):
+        self.segs = segs
+        self.parts = parts
+        self.tid = tid
+
+
+class Context:
+    """Per (provider file, tokenizer): the chat format, the token memo and the tips.
+
+    Attributes:
+        pf: the provider file.
+        tokenizer: the tokenizer.
+        format: the chat format (:func:`~promptcache.render.make_format`).
+        memo: token ids of texts seen before.
+        units: framed unit bytes and text digest per segment object (segments repeat as the
+            same objects across requests); each entry keeps its segment alive.
+        needs_keys: whether the rules key cache entries by the prompt up to each segment
+            (breakpoint and boundary caches).
+        appends: whether requests can extend earlier ones' segments (framed formats; a chat
+            template renders each prompt whole).
+    """
+
+    def __init__(self, pf: ProviderFile, tokenizer: Tokenizer):
+        self.pf = pf
+        self.tokenizer = tokenizer
+        self.format = make_format(tokenizer, pf.layout)
+        self.memo = TokenMemo(tokenizer)
+        self._frame_bytes: dict[tuple[int, ...], bytes] = {}
+        self.units: dict[int, tuple[Segment, bytes, bytes]] = {}
+        self.needs_keys = any(m.get("mode") != "prefix" for _, m in pf.models)
+        self.appends = isinstance(self.format, FramedFormat)
+        self.tips: dict[tuple[int, int], _FrontTip] = {}
+
+    def frame(self, ids: tuple[int, ...]) -> bytes:
+        """Framing ids as unit bytes (memoized)."""
+        b = self._frame_bytes.get(ids)
+        if b is None:
+            b = self._frame_bytes[ids] = np.asarray(ids, dtype="<u4").tobytes()
+        return b
+
+    def tip_for(self, segs: list[Segment]) -> _FrontTip | None:
+        """The longest tip whose segments lead ``segs`` (the same objects), or ``None``."""
+        tips = self.tips
+        n = len(segs)
+        for j in range(n - 1, max(0, n - 1 - TIP_PROBES), -1):
+            tip = tips.get((id(segs[j - 1]), j))
+            if tip is not None and tip.segs == segs[:j]:
+                return tip
+        return None
+
+    def add_tip(self, segs: list[Segment], parts: Sequence[Part], old: _FrontTip | None, tid: int,
+                dropped: list[int]) -> bool:
+        """Keep a request as a tip (replacing the one it extended); ids of tips let go are
+        appended to ``dropped``. False when it has nothing to keep."""
+        tips = self.tips
+        if old is not None and tips.pop((id(old.segs[-1]), len(old.segs)), None) is not None:
+            dropped.append(old.tid)
+        if len(segs) < 2:
+            return False
+        if len(tips) >= TIPS:
+            for k in list(itertools.islice(tips, TIPS // 2)):
+                dropped.append(tips.pop(k).tid)
+        key = (id(segs[-2]), len(segs) - 1)
+        prev = tips.pop(key, None)
+        if prev is not None:
+            dropped.append(prev.tid)
+        tips[key] = _FrontTip(segs[:-1], parts, tid)
+        return True
+
+
+def chained_keys(segs: Sequence[Segment], ctx: Context, digests: Sequence[bytes], start: bytes = b"") -> list[bytes]:
+    """Chained 16-byte digests of a prompt up to the end of each segment (framing and text),
+    continuing from ``start`` (the key of the segment before ``segs[0]``; empty at the start)."""
+    keys: list[bytes] = []
+    h = start
+    for s, d in zip(segs, digests):
+        h = hashlib.blake2b(h + ctx.frame(s.head) + d + ctx.frame(s.tail), digest_size=16).digest()
+        keys.append(h)
+    return keys
+
+
+@dataclass(slots=True)
+class Delta:
+    """One request as the front half hands it on: the tip it extends and what it adds.
+
+    Attributes:
+        request: the request; with ``packed``, only its parts after ``keep_parts``.
+        base: id of the tip it extends, or -1.
+        keep_parts: leading parts it shares with that tip's request.
+        segments: its segments after the tip's (all of them when ``base`` is -1).
+        pieces: framed unit bytes of each of ``segments`` (little-endian uint32 token ids).
+        digests: text digest of each of ``segments``.
+        tip: the id it is kept under for later requests, or -1.
+        packed: whether ``request`` holds only the parts after ``keep_parts``.
+    """
+
+    request: Request
+    base: int = -1
+    keep_parts: int = 0
+    segments: list[Segment] | None = None
+    pieces: list[bytes] | None = None
+    digests: list[bytes] | None = None
+    tip: int = -1
+    packed: bool = False
+
+    def pack(self) -> Delta:
+        """The delta to send to another process: without the parts the tip already has."""
+        if self.keep_parts and not self.packed:
+            return replace(self, request=replace(self.request, parts=self.request.parts[self.keep_parts:]), packed=True)
+        return self
+
+
+class Pipe(Protocol):
+    """What the front and back halves ask of the pipeline state (:class:`~promptcache.pipeline._Pipeline`)."""
+
+    def provider_for(self, req: Request) -> ProviderFile: ...  # noqa: D102
+
+    def context_for(self, pf: ProviderFile, req: Request) -> Context: ...  # noqa: D102
+
+
+class Front:
+    """Renders and tokenizes chunks of requests into :class:`Delta` s.
+
+    Args:
+        pipe: the pipeline state that resolves provider files and contexts.
+    """
+
+    def __init__(self, pipe: Pipe):
+        self.pipe = pipe
+        self._tids = itertools.count()
+        self.dropped: list[int] = []  # tips let go since the last :meth:`take_dropped`
+
+    def take_dropped(self) -> list[int]:
+        """Ids of the tips let go since the last call (the back half may forget them)."""
+        out, self.dropped = self.dropped, []
+        return out
+
+    def prepare(self, chunk: list[Request]) -> list[Delta]:
+        """Deltas of a chunk of requests, in order (one tokenizer batch per context)."""
+        pipe = self.pipe
+        out: list[Delta] = []
+        ctxs: list[Context | None] = []
+        todo: dict[int, tuple[Context, dict[int, Segment]]] = {}
+        for req in chunk:
+            if req.hashed is not None:
+                out.append(Delta(req))
+                ctxs.append(None)
+                continue
+            ctx = pipe.context_for(pipe.provider_for(req), req)
+            segs = ctx.format.render(req)
+            base = ctx.tip_for(segs) if ctx.appends else None
+            d = Delta(req)
+            if base is not None:
+                d.base = base.tid
+                kp = len(base.parts)
+                d.keep_parts = kp if req.parts[:kp] == base.parts else 0
+                new = segs[len(base.segs):]
+            else:
+                new = segs
+            d.segments = new
+            if ctx.appends:
+                tid = next(self._tids)
+                if ctx.add_tip(segs, req.parts, base, tid, self.dropped):
+                    d.tip = tid
+            units = ctx.units
+            for s in new:
+                got = units.get(id(s))
+                if got is None or got[0] is not s:
+                    todo.setdefault(id(ctx), (ctx, {}))[1][id(s)] = s
+            out.append(d)
+            ctxs.append(ctx)
+        for ctx, new_segs in todo.values():  # one tokenizer batch per context, only for segments not seen
+            segs_new = list(new_segs.values())
+            ids, digests = ctx.memo.encode_keyed([s.text for s in segs_new])
+            for s, tb, dg in zip(segs_new, ids, digests):
+                ctx.units[id(s)] = (s, ctx.frame(s.head) + tb + ctx.frame(s.tail), dg)
+        for d, c in zip(out, ctxs):
+            if c is None or d.segments is None:
+                continue
+            cache = c.units
+            entries = [cache[id(s)] for s in d.segments]
+            d.pieces = [e[1] for e in entries]
+            d.digests = [e[2] for e in entries]
+        for ctx in {id(c): c for c, _ in todo.values()}.values():
+            if len(ctx.units) > UNITS_CACHE:  # evict after the chunk is assembled, oldest half first
+                for k in list(itertools.islice(ctx.units, len(ctx.units) - UNITS_CACHE // 2)):
+                    del ctx.units[k]
+        return out
+
+
+class _Assembled:
+    """A tip as the back half keeps it: parts, segments, pieces, token ends, digests, paths
+    (all but the last segment), and the chained keys once computed."""
+
+    __slots__ = ("parts", "segs", "pieces", "ends", "digests", "paths", "keys")
+
+    def __init__(self, parts: Sequence[Part], segs: list[Segment], pieces: list[bytes], ends: list[int],
+                 digests: list[bytes], paths: tuple[str, ...]):
+        self.parts = parts
+        self.segs = segs
+        self.pieces = pieces
+        self.ends = ends
+        self.digests = digests
+        self.paths = paths
+        self.keys: list[bytes] | None = None
+
+
+class Back:
+    """Turns :class:`Delta` s back into prompts, keeping the tips the front half still knows.
+
+    Args:
+        pipe: the pipeline state that resolves provider files and contexts.
+    """
+
+    def __init__(self, pipe: Pipe):
+        self.pipe = pipe
+        self.tips: dict[int, _Assembled] = {}
+
+    def drop(self, tids: Iterable[int]) -> None:
+        """Forget tips the front half let go."""
+        for t in tids:
+            self.tips.pop(t, None)
+
+    def assemble(self, d: Delta) -> tuple[Request, ProviderFile, Context | None, Prompt]:
+        """The request (whole again), its provider file, context and prompt.
+
+        Raises:
+            KeyError: when the delta names a tip this back half never received (a bug).
+        """
+        pipe = self.pipe
+        req = d.request
+        pf = pipe.provider_for(req)
+        if d.segments is None:
+            hp = req.hashed
+            assert hp is not None
+            units = np.asarray(hp.block_ids, dtype="<u8").tobytes()
+            return req, pf, None, Prompt(units, 8, hp.block_tokens, hp.input_tokens)
+        base = self.tips[d.base] if d.base >= 0 else None
+        if d.packed:
+            assert base is not None
+            req = replace(req, parts=list(base.parts[:d.keep_parts]) + list(req.parts))
+        ctx = pipe.context_for(pf, req)
+        new = d.segments
+        pieces_new = d.pieces or []
+        digests_new = d.digests or []
+        if base is not None:
+            segs = base.segs + new
+            pieces = base.pieces + pieces_new
+            ends = base.ends + list(itertools.accumulate((len(b) >> 2 for b in pieces_new),
+                                                         initial=base.ends[-1] if base.ends else 0))[1:]
+            digests = base.digests + digests_new
+            paths = base.paths + tuple(s.path for s in new)
+        else:
+            segs = new
+            pieces = pieces_new
+            ends = list(itertools.accumulate(len(b) >> 2 for b in pieces))
+            digests = digests_new
+            paths = tuple(s.path for s in segs)
+        own = None
+        if d.tip >= 0:
+            own = self.tips[d.tip] = _Assembled(req.parts, segs[:-1], pieces[:-1], ends[:-1], digests[:-1], paths[:-1])
+        keys = self._key_source(ctx, segs, digests, base, own) if ctx.needs_keys else None
+        return req, pf, ctx, Prompt(b"".join(pieces), 4, 1, ends[-1] if ends else 0, segs, ends, (), keys, paths)
+
+    @staticmethod
+    def _key_source(ctx: Context, segs: list[Segment], digests: list[bytes], base: _Assembled | None,
+                    own: _Assembled | None) -> Callable[[], list[bytes]]:
+        """Chained keys on demand, continuing the base tip's keys when it has them."""
+
+        def keys() -> list[bytes]:
+            if base is not None and base.keys is not None:
+                k = len(base.keys)
+                out = base.keys + chained_keys(segs[k:], ctx, digests[k:], base.keys[-1] if k else b"")
+            else:
+                out = chained_keys(segs, ctx, digests)
+            if own is not None:
+                own.keys = out[:-1]
+            return out
+
+        return keys
+
+
+# ---------------------------------------------------------------------- the second process
+
+def _front_main(conn: Any, make: Callable[[], tuple[Front, Iterator[list[Request]], Callable[[], Any]]]) -> None:
+    """The front process: prepare chunks and send them, then what the reading found.
+
+    A thread sends while the next chunk is prepared (a pipe write releases the GIL), so neither
+    process waits for the other to take a chunk.
+    """
+    out: queue.Queue[bytes | None] = queue.Queue(maxsize=QUEUE_CHUNKS)
+    failed: list[BaseException] = []
+
+    def sender() -> None:
+        try:
+            while (buf := out.get()) is not None:
+                conn.send_bytes(buf)
+        except BaseException as e:  # noqa: BLE001 - the parent went away
+            failed.append(e)
+            while out.get() is not None:  # drain, so the producer never blocks
+                pass
+
+    th = threading.Thread(target=sender, name="promptcache-front-sender", daemon=True)
+    th.start()
+    try:
+        front, chunks, finish = make()
+        for chunk in chunks:
+            if failed:
+                return
+            deltas = [d.pack() for d in front.prepare(chunk)]
+            out.put(pickle.dumps(("chunk", deltas, front.take_dropped()), protocol=pickle.HIGHEST_PROTOCOL))
+        out.put(pickle.dumps(("end", finish()), protocol=pickle.HIGHEST_PROTOCOL))
+    except BaseException as e:  # noqa: BLE001 - handed to the parent, which raises it
+        try:
+            payload = pickle.dumps(("error", e), protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # noqa: BLE001 - an exception that does not pickle
+            payload = pickle.dumps(("error", RuntimeError("".join(traceback.format_exception(e)))))
+        out.put(payload)
+    finally:
+        out.put(None)
+        th.join()
+        conn.close()
+
+
+def front_process(make: Callable[[], tuple[Front, Iterator[list[Request]], Callable[[], Any]]]
+                  ) -> Iterator[tuple[str, Any, Any]]:
+    """Run the front half in a forked process.
+
+    Args:
+        make: called in the child: returns the :class:`Front`, its chunks of requests, and a
+            function whose result is sent once the chunks are done (what the reading found).
+            The child is a fork, so these may be the parent's own objects, half consumed: the
+            child carries on from where the parent stopped.
+
+    Yields:
+        ``("chunk", deltas, dropped_tip_ids)`` per chunk, then ``("end", result, None)``.
+
+    Raises:
+        Whatever the front half raised, re-raised here; RuntimeError when it died.
+    """
+    import multiprocessing as mp
+
+    mpc = mp.get_context("fork")
+    recv, send = mpc.Pipe(duplex=False)
+    proc = mpc.Process(target=_front_main, args=(send, make), daemon=True, name="promptcache-front")
+    proc.start()
+    send.close()
+    inbox: queue.Queue[bytes | None] = queue.Queue(maxsize=QUEUE_CHUNKS)
+    stop = threading.Event()
+
+    def receiver() -> None:  # reads ahead while this process simulates (a pipe read releases the GIL)
+        try:
+            while not stop.is_set():
+                buf = recv.recv_bytes()
+                while not stop.is_set():
+                    try:
+                        inbox.put(buf, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+        except (EOFError, OSError):
+            pass
+        finally:
+            with contextlib.suppress(queue.Full):
+                inbox.put(None, timeout=1)
+
+    th = threading.Thread(target=receiver, name="promptcache-front-receiver", daemon=True)
+    th.start()
+    try:
+        while True:
+            buf = inbox.get()
+            if buf is None:
+                proc.join(5)
+                raise RuntimeError(f"the front process ended without a result (exit code {proc.exitcode})")
+            msg = pickle.loads(buf)
+            if msg[0] == "error":
+                raise msg[1]
+            if msg[0] == "end":
+                yield "end", msg[1], None
+                return
+            yield msg
+    finally:
+        stop.set()
+        if proc.is_alive():
+            proc.terminate()
+        proc.join()
+        recv.close()
+        th.join(1)

@@ -1,0 +1,172 @@
+"""The front half works on what each request adds (history memo, incremental render, tips) and
+may run in a forked second process; every path gives the same audit as doing it all whole."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+import promptcache.pipeline as pipeline_mod
+import promptcache.prepare as prepare_mod
+from promptcache.errors import InputError
+from promptcache.ingest import InputStats, ReadOptions, read_requests
+from promptcache.ingest.common import HistoryMemo
+from promptcache.ingest.openai import _chat_message
+from promptcache.model import Part, Request, Source
+from promptcache.pipeline import AuditOptions, audit
+from promptcache.render import FramedFormat, FRAMINGS, Layout
+from promptcache.report.audit_records import audit_record
+from promptcache.tokenize import resolve_tokenizer
+
+from conftest import SAMPLES
+
+LOGS = [SAMPLES / f"{n}.jsonl" for n in ("support_bot", "agent_timestamp", "anthropic_app", "rag_app", "well_structured")]
+
+
+def _record(opts: AuditOptions) -> dict:
+    return json.loads(json.dumps(audit_record(audit(LOGS, opts))))
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    """Chunks of 7 requests and at most 4 tips per context: many chunks cross the process
+    boundary, and tips are evicted (and dropped on the back half) all the time."""
+    monkeypatch.setattr(pipeline_mod, "CHUNK", 7)
+    monkeypatch.setattr(prepare_mod, "TIPS", 4)
+
+
+def test_two_processes_equal_one(small_chunks):
+    one = _record(AuditOptions(workers=1))
+    two = _record(AuditOptions(workers=2))
+    assert one["summary"]["requests"] > 200
+    assert two == one
+
+
+def test_tips_change_nothing(monkeypatch):
+    """The audit with every memo and tip equals the audit of each request rendered whole."""
+    fast = _record(AuditOptions(workers=1))
+    monkeypatch.setattr(prepare_mod, "TIP_PROBES", 0)  # no tip is ever found
+    monkeypatch.setattr(FramedFormat, "PROBES", 0)
+    monkeypatch.setattr(HistoryMemo, "PROBES", 0)
+    assert _record(AuditOptions(workers=1)) == fast
+
+
+def test_front_process_errors_reach_the_caller(tmp_path, small_chunks):
+    src = (SAMPLES / "agent_timestamp.jsonl").read_text().splitlines()
+    bad = tmp_path / "late_bad.jsonl"
+    bad.write_text("\n".join(src[:40] + ["{not json"] + src[40:]) + "\n")
+    with pytest.raises(InputError, match=r"late_bad.jsonl:41"):
+        audit([bad], AuditOptions(workers=2, read=ReadOptions(strict=True)))
+    # without --strict the bad line is counted, and the rest audited, in the second process too
+    res = audit([bad], AuditOptions(workers=2))
+    assert res.inputs[0].errors and res.inputs[0].requests == 81
+    assert len(res.outcomes) == 81
+
+
+def test_workers_option_is_checked():
+    from promptcache.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="--workers"):
+        AuditOptions(workers=0)
+
+
+# ---------------------------------------------------------------- history memo
+
+
+def _fresh(msgs: list) -> list[Part]:
+    return [p for i, m in enumerate(msgs) for p in _chat_message(i, m)]
+
+
+def test_history_memo_reuses_only_an_identical_history():
+    memo = HistoryMemo()
+    sys_msg = {"role": "system", "content": "You are terse."}
+    turn1 = [sys_msg, {"role": "user", "content": "hi"}]
+    a = memo.parts("chat", turn1, _chat_message)
+    turn2 = turn1 + [{"role": "assistant", "content": "hello"}, {"role": "user", "content": "bye"}]
+    b = memo.parts("chat", json.loads(json.dumps(turn2)), _chat_message)  # a fresh copy, as a log gives
+    assert b == _fresh(turn2)
+    assert all(x is y for x, y in zip(a, b))  # the first turn's parts, reused
+    edited = json.loads(json.dumps(turn2))
+    edited[1]["content"] = "hi!"  # history edited: nothing after it may be reused
+    c = memo.parts("chat", edited, _chat_message)
+    assert c == _fresh(edited)
+    assert c[1].text == "hi!"
+
+
+# ---------------------------------------------------------------- incremental render
+
+
+def _req(parts: list[Part], params: dict | None = None) -> Request:
+    return Request(id="r", source=Source("x", 1), format="openai-chat", api="chat", provider="openai",
+                   model="gpt-4.1", arrival=None, parts=parts, params=params or {})
+
+
+def _whole(layout: Layout, req: Request) -> list:
+    fmt = FramedFormat(resolve_tokenizer(None, default="o200k_base", model="gpt-4.1"), FRAMINGS["harmony"], layout)
+    return fmt.render(req)
+
+
+@pytest.mark.parametrize("layout", [Layout(), Layout(order=("params", "tools", "system", "messages"),
+                                                     params=("response_format",))])
+def test_render_extends_only_when_the_result_is_the_same(layout):
+    fmt = FramedFormat(resolve_tokenizer(None, default="o200k_base", model="gpt-4.1"), FRAMINGS["harmony"], layout)
+    tool = Part("tool", "tools[0]", '{"name":"a"}')
+    system = Part("system", "messages[0].content", "Be brief.", "system", 0)
+    user = Part("user", "messages[1].content", "hi", "user", 1)
+    reply = Part("assistant", "messages[2].content", "hello", "assistant", 2)
+    call = Part("tool_call", "messages[2].tool_calls[0]", '{"name":"a"}', "assistant", 2)
+    turns = [
+        [system, user],
+        [system, user, reply, call],  # a message of two parts
+        [tool, system, user, reply, call],  # a tool added in front: no tip applies
+        [tool, system, user, reply, call, Part("user", "messages[3].content", "more", "user", 3)],
+        [system, Part("system", "messages[1].content", "Also this.", "system", 1)],  # extends the system run
+    ]
+    for parts in turns:
+        for params in ({}, {"response_format": {"type": "json_object"}}):
+            req = _req(list(parts), params)
+            assert fmt.render(req) == _whole(layout, req)
+    # the same parts with the rendered parameter changed re-render the params section
+    req = _req(list(turns[1]), {"response_format": {"type": "text"}})
+    assert fmt.render(req) == _whole(layout, req)
+
+
+def test_front_and_back_rebuild_each_prompt(small_chunks):
+    """Every assembled prompt equals the prompt of its request rendered and tokenized whole."""
+    opts = AuditOptions(workers=1)
+    pipe = pipeline_mod.Pipeline(LOGS, opts)
+    front, back = prepare_mod.Front(pipe.state), prepare_mod.Back(pipe.state)
+    fresh = pipeline_mod.Pipeline(LOGS, opts)
+    n = 0
+    for chunk in pipe.chunks():
+        for d in front.prepare(chunk):
+            packed = d.pack()
+            req, _, ctx, prompt = back.assemble(packed)
+            assert req == d.request
+            if ctx is None:
+                continue
+            # whole: a new context, no tips
+            if not isinstance(ctx.format, FramedFormat):
+                continue
+            pf = fresh.state.provider_for(req)
+            whole_ctx = prepare_mod.Context(pf, ctx.tokenizer)
+            segs = whole_ctx.format._whole(req) + [whole_ctx.format._generation]
+            assert list(prompt.segments) == segs
+            units = b"".join(whole_ctx.frame(s.head) + b"".join(
+                int(t).to_bytes(4, "little") for t in ctx.tokenizer.encode_batch([s.text])[0]) + whole_ctx.frame(s.tail)
+                for s in segs)
+            assert prompt.units == units
+            assert prompt.n_tokens == len(units) // 4
+            n += 1
+        back.drop(front.take_dropped())
+    assert n > 100
+
+
+def test_pack_sends_only_the_added_parts():
+    req = _req([Part("user", f"messages[{i}].content", str(i), "user", i) for i in range(5)])
+    d = prepare_mod.Delta(req, base=3, keep_parts=4)
+    p = d.pack()
+    assert p.packed and list(p.request.parts) == list(req.parts[4:])
+    assert replace(p.request, parts=req.parts) == req
