@@ -34,6 +34,7 @@ from .model import Part, Request, Segment
 from .render import FramedFormat, make_format
 from .simulate import Prompt
 from .simulate.rules import ProviderFile
+from .tips import PrefixTips
 from .tokenize import TokenMemo, Tokenizer
 
 CHUNK = 512  # requests rendered and tokenized per batch
@@ -44,13 +45,12 @@ QUEUE_CHUNKS = 4  # prepared chunks either process holds ahead of the other
 
 
 class _FrontTip:
-    """A request as later requests may extend it: its segments but the last (the generation
-    prompt), its parts, and the id the back half knows it by."""
+    """A request as later requests may extend it: its parts and the id the back half knows it by
+    (its segments but the last, the generation prompt, are the key it is kept under)."""
 
-    __slots__ = ("segs", "parts", "tid")
+    __slots__ = ("parts", "tid")
 
-    def __init__(self, segs: list[Segment], parts: Sequence[Part], tid: int):
-        self.segs = segs
+    def __init__(self, parts: Sequence[Part], tid: int):
         self.parts = parts
         self.tid = tid
 
@@ -80,7 +80,8 @@ class Context:
         self.units: dict[int, tuple[Segment, bytes, bytes]] = {}
         self.needs_keys = any(m.get("mode") != "prefix" for _, m in pf.models)
         self.appends = isinstance(self.format, FramedFormat)
-        self.tips: dict[tuple[int, int], _FrontTip] = {}
+        self.dropped: list[int] = []  # ids of tips let go, for the back half to forget
+        self.tips: PrefixTips[_FrontTip] = PrefixTips(TIP_PROBES, TIPS, lambda t: self.dropped.append(t.tid))
 
     def frame(self, ids: tuple[int, ...]) -> bytes:
         """Framing ids as unit bytes (memoized)."""
@@ -89,33 +90,19 @@ class Context:
             b = self._frame_bytes[ids] = np.asarray(ids, dtype="<u4").tobytes()
         return b
 
-    def tip_for(self, segs: list[Segment]) -> _FrontTip | None:
-        """The longest tip whose segments lead ``segs`` (the same objects), or ``None``."""
-        tips = self.tips
-        n = len(segs)
-        for j in range(n - 1, max(0, n - 1 - TIP_PROBES), -1):
-            tip = tips.get((id(segs[j - 1]), j))
-            if tip is not None and tip.segs == segs[:j]:
-                return tip
-        return None
+    def tip_for(self, segs: list[Segment]) -> tuple[int, _FrontTip] | None:
+        """``(segments, tip)`` of the longest tip whose segments lead ``segs`` (all but its last),
+        or ``None``."""
+        return self.tips.find(segs, longest=len(segs) - 1)
 
-    def add_tip(self, segs: list[Segment], parts: Sequence[Part], old: _FrontTip | None, tid: int,
-                dropped: list[int]) -> bool:
-        """Keep a request as a tip (replacing the one it extended); ids of tips let go are
-        appended to ``dropped``. False when it has nothing to keep."""
-        tips = self.tips
-        if old is not None and tips.pop((id(old.segs[-1]), len(old.segs)), None) is not None:
-            dropped.append(old.tid)
+    def add_tip(self, segs: list[Segment], parts: Sequence[Part], extended: list[Segment] | None, tid: int) -> bool:
+        """Keep a request as a tip under its segments but the last, letting go of the tip it
+        extended (``extended``: that tip's segments). False when it has nothing to keep."""
+        if extended is not None:
+            self.tips.remove(extended)
         if len(segs) < 2:
             return False
-        if len(tips) >= TIPS:
-            for k in list(itertools.islice(tips, TIPS // 2)):
-                dropped.append(tips.pop(k).tid)
-        key = (id(segs[-2]), len(segs) - 1)
-        prev = tips.pop(key, None)
-        if prev is not None:
-            dropped.append(prev.tid)
-        tips[key] = _FrontTip(segs[:-1], parts, tid)
+        self.tips.add(segs[:-1], _FrontTip(parts, tid))
         return True
 
 
@@ -179,11 +166,14 @@ class Front:
     def __init__(self, pipe: Pipe):
         self.pipe = pipe
         self._tids = itertools.count()
-        self.dropped: list[int] = []  # tips let go since the last :meth:`take_dropped`
+        self._contexts: dict[int, Context] = {}  # the contexts whose tips this front keeps
 
     def take_dropped(self) -> list[int]:
         """Ids of the tips let go since the last call (the back half may forget them)."""
-        out, self.dropped = self.dropped, []
+        out: list[int] = []
+        for ctx in self._contexts.values():
+            out += ctx.dropped
+            ctx.dropped.clear()
         return out
 
     def prepare(self, chunk: list[Request]) -> list[Delta]:
@@ -199,19 +189,21 @@ class Front:
                 continue
             ctx = pipe.context_for(pipe.provider_for(req), req)
             segs = ctx.format.render(req)
-            base = ctx.tip_for(segs) if ctx.appends else None
+            found = ctx.tip_for(segs) if ctx.appends else None
             d = Delta(req)
-            if base is not None:
+            if found is not None:
+                k, base = found
                 d.base = base.tid
                 kp = len(base.parts)
                 d.keep_parts = kp if req.parts[:kp] == base.parts else 0
-                new = segs[len(base.segs):]
+                new = segs[k:]
             else:
                 new = segs
             d.segments = new
             if ctx.appends:
+                self._contexts[id(ctx)] = ctx
                 tid = next(self._tids)
-                if ctx.add_tip(segs, req.parts, base, tid, self.dropped):
+                if ctx.add_tip(segs, req.parts, segs[:found[0]] if found is not None else None, tid):
                     d.tip = tid
             units = ctx.units
             for s in new:

@@ -19,10 +19,10 @@ import itertools
 import json
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 from ..model import Part, Request, Segment
+from ..tips import PrefixTips
 from ..tokenize.base import Tokenizer
 
 SECTIONS = ("params", "tools", "system", "messages")
@@ -113,6 +113,11 @@ def sections(req: Request, layout: Layout) -> list[tuple[str, list[Part]]]:
 class FramedFormat:
     """One segment per part, framed by a :class:`Framing` spec."""
 
+    #: How many parts shorter than a request a tip it extends may be.
+    PROBES = 24
+    #: Tips kept (the oldest half is dropped when full).
+    TIPS = 8192
+
     def __init__(self, tokenizer: Tokenizer, framing: Framing, layout: Layout):
         self.tok = tokenizer
         self.framing = framing
@@ -122,10 +127,9 @@ class FramedFormat:
         # Segments already built, by part identity and framing (parts repeat as the same objects,
         # see ingest.common.PartMemo); the entry keeps its part alive so an id is never reused.
         self._segs: dict[tuple[int, tuple[int, ...], tuple[int, ...]], tuple[Part, Segment]] = {}
-        # Requests rendered last ("tips"), by (id of their last part, number of parts): a request
-        # whose parts extend a tip's (the next turn of an agent session) renders only the parts
-        # it adds. Each entry keeps its parts alive, so ids are never reused while it lives.
-        self._tips: dict[tuple[int, int], tuple[list[Part], str | None, list[Segment]]] = {}
+        # Requests rendered last ("tips"): a request whose parts extend a tip's (the next turn of
+        # an agent session) renders only the parts it adds. Value: (rendered params, segments).
+        self._tips: PrefixTips[tuple[str | None, list[Segment]]] = PrefixTips(self.PROBES, self.TIPS)
         self._generation = Segment("<generation-prompt>", "frame", "", self.ids(framing.generation))
         self._appends = bool(layout.order) and layout.order[-1] == "messages"
 
@@ -167,11 +171,6 @@ class FramedFormat:
             got = self._headers[role] = self.ids(self.framing.header.format(role=self.framing.roles.get(role, role)))
         return got
 
-    #: How many parts shorter than a request a tip it extends may be.
-    PROBES = 24
-    #: Tips kept (the oldest half is dropped when full).
-    TIPS = 8192
-
     def render(self, req: Request) -> list[Segment]:
         """Segments of one request in prefix order, ending with the generation prompt.
 
@@ -184,29 +183,22 @@ class FramedFormat:
         ptext = _params_text(req, self.layout.params) if self.layout.params else None
         tips = self._tips
         segs: list[Segment] | None = None
-        if self._appends and n:
-            for j in range(n, max(0, n - self.PROBES), -1):
-                tip = tips.get((id(parts[j - 1]), j))
-                if tip is None or tip[1] != ptext or tip[0] != parts[:j]:
-                    continue
-                if j == n:
-                    return tip[2] + [self._generation]
-                added = parts[j:]
-                first = added[0]
-                # the added parts must all land at the end, each message under its own header
-                if any(p.kind == "tool" for p in added) or (first.message is not None and first.message == parts[j - 1].message) \
-                        or (first.kind == "system" and all(p.kind in ("tool", "system") for p in parts[:j])):
-                    break
-                segs = tip[2] + self._messages(added)
-                del tips[(id(parts[j - 1]), j)]  # the session moved on: this request is its tip now
-                break
+        found = tips.find(parts, accept=lambda t: t[0] == ptext) if self._appends and n else None
+        if found is not None:
+            j, (_, tip_segs) = found
+            if j == n:
+                return tip_segs + [self._generation]
+            added = parts[j:]
+            first = added[0]
+            # the added parts must all land at the end, each message under its own header
+            if not (any(p.kind == "tool" for p in added) or (first.message is not None and first.message == parts[j - 1].message)
+                    or (first.kind == "system" and all(p.kind in ("tool", "system") for p in parts[:j]))):
+                segs = tip_segs + self._messages(added)
+                tips.remove(parts[:j])  # the session moved on: this request is its tip now
         if segs is None:
             segs = self._whole(req)
-        if len(tips) >= self.TIPS:
-            for k in list(itertools.islice(tips, self.TIPS // 2)):
-                del tips[k]
         if n:
-            tips[(id(parts[-1]), n)] = (parts, ptext, segs)
+            tips.add(parts, (ptext, segs))
         return segs + [self._generation]
 
     def _whole(self, req: Request) -> list[Segment]:
