@@ -40,7 +40,9 @@ from .tokenize import TokenMemo, Tokenizer
 CHUNK = 512  # requests rendered and tokenized per batch
 UNITS_CACHE = 20_000  # framed segment units kept per context (the oldest half goes when full)
 TIP_PROBES = 24  # how many segments shorter than a request a tip it extends may be
-TIPS = 4096  # tips kept per context (the oldest half goes when full)
+# Tips kept per context (the oldest half goes when full). On the 100k-request benchmark log the
+# hit rate stops rising at 1024 (0.745 at 512, 0.763 from 1024 up); twice that leaves a margin.
+TIPS = 2048
 QUEUE_CHUNKS = 4  # prepared chunks either process holds ahead of the other
 
 

@@ -234,7 +234,7 @@ class HistoryMemo:
 
     PROBES = 8
 
-    def __init__(self, budget_bytes: int = 192 * 2**20):
+    def __init__(self, budget_bytes: int = 64 * 2**20):
         from collections import OrderedDict
 
         self.budget = budget_bytes
