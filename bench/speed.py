@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Audit speed and memory on fleet-size logs, as ratios against baselines measured in the same run.
 
-    python bench/speed.py --sizes 10000,100000 [--competitors] [--competitor-size 10000]
+    python bench/speed.py --sizes 10000,100000 [--workers 2] [--competitors] [--competitor-size 10000]
 
 Prints, for each size:
 
@@ -66,8 +66,9 @@ def timed(cmd: list[str], timeout: float | None = None, env: dict | None = None)
     """(wall seconds, peak RSS in MB, return code) of a subprocess.
 
     Peak memory is the larger of wait4's peak RSS (the biggest single process) and the peak of
-    the summed PSS of the process and its children, sampled every 50 ms (the audit runs in two
-    processes; PSS counts the pages they share once).
+    the summed PSS of the process and its children, sampled every 0.5 s (with ``--workers 2`` the
+    audit runs in two processes; PSS counts the pages they share once). Sampling more often
+    slows the audit: reading PSS walks the page tables of both processes.
     """
     import threading
 
@@ -77,7 +78,7 @@ def timed(cmd: list[str], timeout: float | None = None, env: dict | None = None)
     done = threading.Event()
 
     def sample() -> None:
-        while not done.wait(0.05):
+        while not done.wait(0.5):
             peak[0] = max(peak[0], _tree_pss_kb(proc.pid))
 
     th = threading.Thread(target=sample, daemon=True)
@@ -207,13 +208,15 @@ def main() -> int:
     ap.add_argument("--competitors", action="store_true")
     ap.add_argument("--competitor-size", type=int, default=10000)
     ap.add_argument("--competitor-timeout", type=float, default=1800)
+    ap.add_argument("--workers", type=int, default=None, help="passed to promptcache audit --workers")
     a = ap.parse_args()
     sizes = [int(x) for x in a.sizes.split(",")]
     audits: dict[int, float] = {}
     for n in sizes:
         path = log_for(n, csv=a.competitors and n == a.competitor_size)
         wall, rss, rc = timed([sys.executable, "-m", "promptcache", "audit", str(path), "--format", "json",
-                               "--no-requests", "--output", str(OUT / f"audit_{n}.json")])
+                               "--no-requests", "--output", str(OUT / f"audit_{n}.json")]
+                              + (["--workers", str(a.workers)] if a.workers else []))
         if rc != 0:
             print(f"{n:>7,} requests: audit failed (exit {rc})")
             return 1

@@ -41,8 +41,9 @@ CHUNK = 512  # requests rendered and tokenized per batch
 UNITS_CACHE = 20_000  # framed segment units kept per context (the oldest half goes when full)
 TIP_PROBES = 24  # how many segments shorter than a request a tip it extends may be
 # Tips kept per context (the oldest half goes when full). On the 100k-request benchmark log the
-# hit rate stops rising at 1024 (0.745 at 512, 0.763 from 1024 up); twice that leaves a margin.
-TIPS = 2048
+# hit rate stops rising at 1024 (0.721 at 256, 0.745 at 512, 0.763 from 1024 up); a log with
+# more sessions live at once loses speed, never results.
+TIPS = 1024
 QUEUE_CHUNKS = 4  # prepared chunks either process holds ahead of the other
 
 
@@ -93,8 +94,8 @@ class Context:
         return b
 
     def tip_for(self, segs: list[Segment]) -> tuple[int, _FrontTip] | None:
-        """``(segments, tip)`` of the longest tip whose segments lead ``segs`` (all but its last),
-        or ``None``."""
+        """``(length, tip)`` of the longest tip whose segments lead ``segs`` (all but its last
+        segment; ``length`` counts the tip's segments), or ``None``."""
         return self.tips.find(segs, longest=len(segs) - 1)
 
     def add_tip(self, segs: list[Segment], parts: Sequence[Part], extended: list[Segment] | None, tid: int) -> bool:

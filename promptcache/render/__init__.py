@@ -116,7 +116,7 @@ class FramedFormat:
     #: How many parts shorter than a request a tip it extends may be.
     PROBES = 24
     #: Tips kept (the oldest half is dropped when full).
-    TIPS = 2048  # as prepare.TIPS: the hit rate of the benchmark log stops rising at 1024
+    TIPS = 1024  # as prepare.TIPS: the hit rate of the benchmark log stops rising at 1024
 
     def __init__(self, tokenizer: Tokenizer, framing: Framing, layout: Layout):
         self.tok = tokenizer
