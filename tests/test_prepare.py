@@ -13,6 +13,7 @@ import promptcache.prepare as prepare_mod
 from promptcache.errors import InputError
 from promptcache.ingest import InputStats, ReadOptions, read_requests
 from promptcache.ingest.common import HistoryMemo
+from promptcache.ingest.resent import ResentLines
 from promptcache.ingest.openai import _chat_message
 from promptcache.model import Part, Request, Source
 from promptcache.pipeline import AuditOptions, audit
@@ -50,6 +51,7 @@ def test_tips_change_nothing(monkeypatch):
     monkeypatch.setattr(prepare_mod, "TIP_PROBES", 0)  # no tip is ever found
     monkeypatch.setattr(FramedFormat, "PROBES", 0)
     monkeypatch.setattr(HistoryMemo, "PROBES", 0)
+    monkeypatch.setattr(ResentLines, "SMALLEST", 1 << 40)  # every line decoded whole
     assert _record(AuditOptions(workers=1)) == fast
 
 
@@ -86,13 +88,41 @@ def test_history_memo_reuses_only_an_identical_history():
     a = memo.parts("chat", turn1, _chat_message)
     turn2 = turn1 + [{"role": "assistant", "content": "hello"}, {"role": "user", "content": "bye"}]
     b = memo.parts("chat", json.loads(json.dumps(turn2)), _chat_message)  # a fresh copy, as a log gives
-    assert b == _fresh(turn2)
+    assert list(b) == _fresh(turn2)
     assert all(x is y for x, y in zip(a, b))  # the first turn's parts, reused
     edited = json.loads(json.dumps(turn2))
     edited[1]["content"] = "hi!"  # history edited: nothing after it may be reused
     c = memo.parts("chat", edited, _chat_message)
-    assert c == _fresh(edited)
+    assert list(c) == _fresh(edited)
     assert c[1].text == "hi!"
+
+
+def test_history_memo_reuses_the_messages_that_did_not_change():
+    """A session whose system prompt carries the time: each turn changes message 0 only; the
+    parts of every other message are the earlier ones, and message 0's are new and right."""
+    memo = HistoryMemo()
+    turn1 = [{"role": "system", "content": "Time: 09:00. Be brief."}, {"role": "user", "content": "hi"}]
+    a = memo.parts("chat", turn1, _chat_message)
+    turn2 = json.loads(json.dumps(turn1)) + [{"role": "assistant", "content": "hello"}, {"role": "user", "content": "more"}]
+    turn2[0]["content"] = "Time: 09:01. Be brief."
+    b = memo.parts("chat", turn2, _chat_message)
+    assert list(b) == _fresh(turn2)
+    assert b[0].text == "Time: 09:01. Be brief." and b[0] is not a[0]
+    assert b[1] is a[1]  # the user's message: reused
+
+
+def test_history_memo_finds_shared_messages_by_identity(monkeypatch):
+    """Records decoded by ResentLines share the messages they repeat: the memo finds the tip
+    without serializing any message."""
+    memo = HistoryMemo()
+    turn1 = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]
+    a = memo.parts("chat", turn1, _chat_message)
+    turn2 = turn1 + [{"role": "assistant", "content": "hello"}]
+    calls = []
+    monkeypatch.setattr(HistoryMemo, "_key", staticmethod(lambda *a: calls.append(a) or None))
+    b = memo.parts("chat", turn2, _chat_message)
+    assert list(b) == _fresh(turn2) and b[:2] == a
+    assert len(calls) == 1  # only the new list's own key, to keep it as a tip
 
 
 # ---------------------------------------------------------------- incremental render

@@ -271,7 +271,7 @@ def read_requests(path: str | Path, stats: InputStats, opts: ReadOptions | None 
             last_out = max(last_out, t)
             yield r
 
-    for line, rec in iter_records(spath):
+    for line, rec in iter_records(spath, reuse_history=True):
         if isinstance(rec, BadRecord):
             if opts.strict:
                 raise InputError(str(rec), path=spath, line=line)

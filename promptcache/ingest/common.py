@@ -3,6 +3,7 @@ stable JSON text for tools and arguments."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -68,8 +69,10 @@ def loads_if_json(v: Any) -> Any:
     return v
 
 
+@functools.lru_cache(maxsize=4096)
 def provider_for_model(model: str | None) -> str | None:
-    """Infer the provider whose cache rules apply from a model name.
+    """Infer the provider whose cache rules apply from a model name (memoized: a log names few
+    models, and every request asks).
 
     >>> provider_for_model("claude-sonnet-4-5"), provider_for_model("openrouter/google/gemini-2.5-pro")
     ('anthropic', 'gemini')
@@ -183,6 +186,14 @@ class PartMemo:
         self.budget = budget_bytes
         self.size = 0
         self._d: OrderedDict[tuple[str, int, int, int], tuple[tuple[Any, ...], int]] = OrderedDict()
+        # large objects by identity (each entry keeps its object alive, so ids stay unique)
+        self._ids: dict[tuple[str, int, int], tuple[Any, tuple[Any, ...]]] = {}
+
+    #: Objects whose JSON has at least this many bytes are also found by identity (decoded once
+    #: and shared by :class:`~.resent.ResentLines`, they need not be serialized again).
+    SHARED = 2048
+    #: Identity entries kept (all let go when full).
+    IDS = 1024
 
     def get(self, kind: str, index: int, obj: Any, build: Any) -> tuple[Any, ...]:
         """The parts of ``obj`` at ``index``; ``build()`` makes them on a miss.
@@ -190,6 +201,9 @@ class PartMemo:
         Raises:
             BadRecord: whatever ``build`` raises (misses are not cached).
         """
+        ident = self._ids.get((kind, index, id(obj)))
+        if ident is not None and ident[0] is obj:
+            return ident[1]
         try:
             raw = orjson.dumps(obj)
         except TypeError:
@@ -198,9 +212,16 @@ class PartMemo:
         # with the kind and position, a collision among the entries kept is vanishingly unlikely
         key = (kind, index, len(raw), hash(raw))
         got = self._d.get(key)
+        if got is None:
+            parts = tuple(build())
+        else:
+            parts = got[0]
+        if len(raw) >= self.SHARED:  # a tool list or system prompt: records may share the object
+            if len(self._ids) >= self.IDS:
+                self._ids.clear()
+            self._ids[(kind, index, id(obj))] = (obj, parts)
         if got is not None:
-            return got[0]
-        parts = tuple(build())
+            return parts
         cost = 2 * len(raw)  # the parts' texts and the objects around them, about
         self._d[key] = (parts, cost)
         self.size += cost
@@ -214,15 +235,38 @@ class PartMemo:
 PARTS = PartMemo()
 
 
+class _HistoryTip:
+    """A message list parsed before, with the parts of each message and all of them in order."""
+
+    __slots__ = ("msgs", "per_msg", "flat", "cost", "key", "ident")
+
+    def __init__(self, msgs: list[Any], per_msg: list[tuple[Any, ...]], flat: tuple[Any, ...], cost: int,
+                 key: tuple[str, int, int]):
+        self.msgs = msgs
+        self.per_msg = per_msg
+        self.flat = flat
+        self.cost = cost
+        self.key = key
+        self.ident = (key[0], id(msgs[-1]), len(msgs))
+
+
+def _cost(parts: Any, messages: int) -> int:
+    """Bytes a tip's parts hold, about."""
+    return sum(len(p.text) for p in parts) + 256 * messages
+
+
 class HistoryMemo:
     """Parts of message lists that extend a list parsed before: each request of an agent
     session parses only the messages it adds to the history it re-sends.
 
-    The lists parsed last ("tips") are remembered with their parts. A new list looks for a tip
-    among its own leading sublists that are at most :attr:`PROBES` messages shorter, by length
-    and the hash of the sublist's last message (its JSON), and confirms it with an exact list
-    comparison, which runs in C and stops at the first difference. Only then are the tip's parts
-    reused; messages past the tip are parsed through :data:`PARTS`.
+    The lists parsed last ("tips") are remembered with the parts of each message. A new list
+    looks for a tip among its own leading sublists that are at most :attr:`PROBES` messages
+    shorter: first by the identity of the sublist's last message (records decoded by
+    :class:`~.resent.ResentLines` share the message objects they repeat), then by length and
+    the hash of that message's JSON. An exact list comparison (C speed; identical items compare
+    at once) confirms the whole history; when it fails, each message the tip holds equal is
+    still reused on its own (a session whose system prompt carries the time changes one message
+    per turn), and only the others are parsed, through :data:`PARTS`.
 
     Python equality decides the match, so JSON values Python counts equal (``1``, ``1.0`` and
     ``true``) would match; a log whose re-sent history differs only so gets the earlier parts.
@@ -239,7 +283,8 @@ class HistoryMemo:
 
         self.budget = budget_bytes
         self.size = 0
-        self._tips: OrderedDict[tuple[str, int, int], tuple[list[Any], tuple[Any, ...], int]] = OrderedDict()
+        self._tips: OrderedDict[tuple[str, int, int], _HistoryTip] = OrderedDict()
+        self._ids: dict[tuple[str, int, int], _HistoryTip] = {}
 
     @staticmethod
     def _key(kind: str, msgs: list[Any], k: int) -> tuple[str, int, int] | None:
@@ -249,53 +294,82 @@ class HistoryMemo:
             return None
         return (kind, k, hash(raw))
 
-    def parts(self, kind: str, msgs: list[Any], one: Any) -> list[Any]:
-        """The parts of every message of ``msgs``, in order; ``one(i, message)`` builds the parts
-        of message ``i`` (through :data:`PARTS`).
-
-        Raises:
-            BadRecord: whatever ``one`` raises for a message past the reused tip.
-        """
-        n = len(msgs)
-        parts: list[Any] = []
-        start = 0
-        base: tuple[Any, ...] = ()
-        base_cost = 0
+    def _find(self, kind: str, msgs: list[Any], n: int) -> tuple[int, _HistoryTip | None, Any]:
+        """``(k, tip, key of msgs)``: the tip found for ``msgs[:k]`` (``None`` if none)."""
+        lo = max(0, n - self.PROBES)
+        ids = self._ids
+        for k in range(n, lo, -1):
+            tip = ids.get((kind, id(msgs[k - 1]), k))
+            if tip is not None and tip.msgs[k - 1] is msgs[k - 1]:
+                return k, tip, None
         tips = self._tips
         top = None
-        for k in range(n, max(0, n - self.PROBES), -1):
+        for k in range(n, lo, -1):
             key = self._key(kind, msgs, k)
             if key is None:
                 break
             if k == n:
                 top = key
             tip = tips.get(key)
-            if tip is not None and tip[0] == msgs[:k]:
-                base, base_cost = tip[1], tip[2]
-                tips_msgs = tip[0] + msgs[k:]  # the texts the parts hold, not this record's copies
-                parts.extend(base)
-                start = k
-                if k < n:  # the session moved on: its tip is this list now
-                    self.size -= tips.pop(key)[2]
-                else:
-                    tips.move_to_end(key)
-                break
-        for i in range(start, n):
+            if tip is not None:
+                return k, tip, top
+        return 0, None, top
+
+    def parts(self, kind: str, msgs: list[Any], one: Any) -> tuple[Any, ...]:
+        """The parts of every message of ``msgs``, in order; ``one(i, message)`` builds the parts
+        of message ``i`` (through :data:`PARTS`).
+
+        Raises:
+            BadRecord: whatever ``one`` raises for a message not reused.
+        """
+        n = len(msgs)
+        if not n:
+            return ()
+        k, tip, top = self._find(kind, msgs, n)
+        new: list[tuple[Any, ...]] = []
+        for i in range(k if tip is not None else 0, n):
             m = msgs[i]
-            parts.extend(PARTS.get(kind, i, m, lambda: one(i, m)))
-        if n and start < n:
-            key = top
-            if key is not None:
-                cost = base_cost + sum(len(parts[j].text) for j in range(len(base), len(parts))) + 256 * (n - start)
-                old = tips.pop(key, None)
-                if old is not None:
-                    self.size -= old[2]
-                tips[key] = (tips_msgs if start else msgs, tuple(parts), cost)
-                self.size += cost
-                while self.size > self.budget and tips:
-                    _, (_, _, c) = tips.popitem(last=False)
-                    self.size -= c
-        return parts
+            new.append(PARTS.get(kind, i, m, lambda: one(i, m)))
+        added = tuple(p for ps in new for p in ps)
+        if tip is not None and tip.msgs == msgs[:k] and k == n:
+            self._tips.move_to_end(tip.key)
+            return tip.flat
+        if top is None:
+            top = self._key(kind, msgs, n)
+        if tip is not None and tip.msgs == msgs[:k]:
+            # the texts the parts hold, not this record's copies
+            kept, per_msg, flat, cost = tip.msgs + msgs[k:], tip.per_msg + new, tip.flat + added, tip.cost + _cost(added, n - k)
+        else:
+            per_msg = []
+            if tip is not None:  # some messages changed: reuse the parts of those that did not
+                old, old_parts = tip.msgs, tip.per_msg
+                per_msg = [old_parts[i] if old[i] == msgs[i] else PARTS.get(kind, i, msgs[i], lambda i=i: one(i, msgs[i]))
+                           for i in range(k)]
+            per_msg += new
+            kept, flat = list(msgs), tuple(p for ps in per_msg for p in ps)
+            cost = _cost(flat, n)
+        if tip is not None and k < n:  # the session moved on: its tip is this list now
+            self._drop(tip)
+        if top is not None:
+            self._keep(_HistoryTip(kept, per_msg, flat, cost, top))
+        return flat
+
+    def _keep(self, tip: _HistoryTip) -> None:
+        old = self._tips.get(tip.key)
+        if old is not None:
+            self._drop(old)
+        self._tips[tip.key] = tip
+        self._ids[tip.ident] = tip
+        self.size += tip.cost
+        while self.size > self.budget and self._tips:
+            self._drop(next(iter(self._tips.values())))
+
+    def _drop(self, tip: _HistoryTip) -> None:
+        if self._tips.get(tip.key) is tip:
+            del self._tips[tip.key]
+            self.size -= tip.cost
+        if self._ids.get(tip.ident) is tip:
+            del self._ids[tip.ident]
 
 
 #: The history memo the body readers share.

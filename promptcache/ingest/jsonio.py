@@ -15,6 +15,7 @@ from typing import IO, Any, Iterator
 import orjson
 
 from ..errors import BadRecord, InputError
+from .resent import ResentLines
 
 Record = tuple[int, Any]  # (line, parsed object or BadRecord)
 #: Read buffer in bytes: agent logs hold lines of tens of kilobytes, which the default 8 KiB
@@ -47,10 +48,12 @@ def _first_char(fh: IO[bytes]) -> bytes:
     return s[:1]
 
 
-def iter_records(path: str | Path) -> Iterator[Record]:
+def iter_records(path: str | Path, reuse_history: bool = False) -> Iterator[Record]:
     """Yield ``(line, object)`` for every record in a JSONL file, a JSON array, or one object.
 
-    Blank lines and a UTF-8 byte order mark are skipped. An unparseable JSONL line yields ``(line, BadRecord(reason))``.
+    With ``reuse_history``, JSONL lines are decoded by :class:`~.resent.ResentLines`: a
+    message array that repeats an earlier line's is decoded only for what it adds, and the
+    records share the repeated message objects (callers must not modify records). Blank lines and a UTF-8 byte order mark are skipped. An unparseable JSONL line yields ``(line, BadRecord(reason))``.
     A syntax error inside a JSON array ends the file with one BadRecord (nothing after it can
     be located reliably).
 
@@ -66,11 +69,12 @@ def iter_records(path: str | Path) -> Iterator[Record]:
         if first == b"[":
             yield from _iter_array(fh.read())
             return
+        loads = ResentLines().loads if reuse_history else orjson.loads
         for lineno, line in enumerate(fh, 1):
             if len(line) < 3 and not line.strip():  # blank (copying every long line to strip it costs)
                 continue
             try:
-                yield lineno, orjson.loads(line)
+                yield lineno, loads(line)
             except orjson.JSONDecodeError as e:
                 line = line.strip()
                 if not line:

@@ -25,6 +25,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+import orjson
+
 from ..pipeline import AuditOptions, AuditResult, Pipeline, ScenarioTotals, Step, price, run
 from ..content import extract_sentences, sentence_span, stable_documents
 from ..errors import BadRecord, ConfigError
@@ -386,6 +388,8 @@ def propose(paths: Sequence[str | Path], opts: AuditOptions | None = None, *, wr
     parsers2: dict[str, Any] = {}
     for t, fi, line, rec, fmt, reqs in items:
         if fmt in BODY_FORMATS and len(reqs) == 1:
+            # the readers' memos keep parsed objects and find them again by identity: rewrite a copy
+            rec = orjson.loads(orjson.dumps(rec))
             try:
                 body = unwrap(rec)[0]
             except BadRecord:

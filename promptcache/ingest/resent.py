@@ -1,0 +1,414 @@
+"""Re-sent request content skipped at the byte level: each JSONL line of an agent session is
+decoded only for what it adds to the lines before it.
+
+An agent gateway logs every turn with the whole conversation so far and the same tool list; a
+100k-request log holds about 4 GB of message arrays and 1 GB of tool lists, almost all of it
+logged before. Decoding that JSON again costs more than everything else the reader does.
+:class:`ResentLines` keeps
+
+- the message arrays it decoded last ("tips"), with their bytes and their decoded messages: a
+  new line whose array starts with a tip's exact bytes is decoded with those bytes cut out, and
+  the tip's very messages (the same objects) are put back in front of the new ones;
+- the tool lists and system prompts it decoded, with their bytes: a line that repeats one byte
+  for byte gets the object decoded before.
+
+Why the result equals ``orjson.loads(line)``: a quoted ``"messages"`` followed by ``:`` can
+only be a key in valid JSON (inside a string every ``"`` is escaped, so the quote after
+``messages`` ends a string, and the ``:`` makes it a key), and a ``[`` after it starts its
+array value; the same holds for the other keys. A tip's bytes decoded as whole elements right after an array's ``[``; the same bytes
+right after an array's ``[`` decode the same way in any line, and a whole value's bytes decode
+to the same value anywhere, so the cuts leave every other value as it was. Each cut is marked
+with a sentinel string, by which its place is found again in the decoded record. A line whose
+cut version does not decode, or whose sentinels are not all found, is decoded whole (so its
+error, if any, is the one ``orjson`` gives).
+
+Records built so share objects with earlier records: callers must not modify them.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+import orjson
+
+_WS = b" \t\r\n"
+
+
+def _sentinel(name: str) -> tuple[str, bytes]:
+    """A string no log holds (it starts with a NUL character), and its JSON."""
+    s = f"\x00promptcache:{name}\x00"
+    return s, orjson.dumps(s)
+
+
+HISTORY, _HISTORY = _sentinel("history")
+
+
+class _Tip:
+    """A message array decoded before: its bytes from ``[`` up to its last element, and its
+    elements."""
+
+    __slots__ = ("raw", "msgs", "key")
+
+    def __init__(self, raw: bytes, msgs: list[Any]):
+        self.raw = raw
+        self.msgs = msgs
+        p = _level(len(raw))
+        self.key = (p, hash(raw[p - ResentLines.WINDOW:p]))  # p: the largest level at most len(raw)
+
+
+class _Value:
+    """A whole value (a tool list, a system prompt) decoded before: its bytes and the object."""
+
+    __slots__ = ("raw", "obj")
+
+    def __init__(self, raw: bytes, obj: Any):
+        self.raw = raw
+        self.obj = obj
+
+
+def _level(n: int) -> int:
+    """The largest level at most ``n`` (``n`` >= 8): levels are the multiples of ``2**(e-3)``
+    in ``[2**e, 2**(e+1))``, eight per power of two, so a tip's window lies in its last ninth."""
+    step = 1 << (n.bit_length() - 4)
+    return n - n % step
+
+
+def _levels(n: int, smallest: int) -> Any:
+    """Every level at most ``n`` and at least ``smallest`` (a power of two), largest first."""
+    e = n.bit_length() - 1
+    while (1 << e) >= smallest:
+        step = 1 << (e - 3)
+        lo = 1 << e
+        p = _level(min(n, (2 << e) - 1))
+        while p >= lo:
+            yield p
+            p -= step
+        e -= 1
+
+
+class ResentLines:
+    """Decode JSONL lines, reusing what they repeat byte for byte of earlier lines.
+
+    ``loads(line)`` returns what ``orjson.loads(line)`` returns (equal values; the messages,
+    tool lists and system prompts repeated from an earlier line are the very objects decoded
+    for it). The message array used is the one after the first ``"messages":`` key of the line
+    (chat and Messages bodies, and gateway records that wrap them); the whole values, those
+    after the first ``"tools":`` and ``"system":`` keys.
+
+    Tips are found by the length of their bytes, rounded down to one of eight levels per power
+    of two, and the hash of their last :attr:`WINDOW` bytes before that level: a new line probes
+    the levels below its own length, longest first (its session's tip is one or two levels down),
+    and confirms a candidate with an exact byte comparison (``memcmp``).
+    Whole values are found by the hash of their first :attr:`WINDOW` bytes, confirmed the same
+    way.
+
+    Args:
+        limit: tips kept (least recently used go first). A session's tip is replaced by the
+            line that extends it.
+        values: whole values kept (least recently used go first).
+    """
+
+    MARKER = b'"messages"'
+    #: Keys whose whole value is reused when repeated.
+    VALUE_KEYS = ("tools", "system")
+    #: Bytes hashed to index a tip or a value.
+    WINDOW = 64
+    #: Arrays and values shorter than this many bytes are decoded as they are (not worth it).
+    SMALLEST = 1024
+    #: A key not found after the history in this many lines in a row is looked for there only
+    #: once every as many lines (searching a line for a key it lacks reads all of it).
+    AFTER_CHECK = 64
+
+    def __init__(self, limit: int = 1024, values: int = 256):
+        self.limit = limit
+        self.value_limit = values
+        self._index: dict[tuple[int, int], list[_Tip]] = {}
+        self._lru: OrderedDict[int, _Tip] = OrderedDict()
+        self._values: dict[tuple[str, int], list[_Value]] = {}
+        self._value_lru: OrderedDict[int, tuple[tuple[str, int], _Value]] = OrderedDict()
+        self._value_sent = {k: _sentinel(k) for k in self.VALUE_KEYS}
+        self._value_marker = {k: f'"{k}"'.encode() for k in self.VALUE_KEYS}
+        self._paths: dict[str, tuple[Any, ...]] = {}
+        # per key: looked for after the history while > 0; not found there lately: less often
+        self._after = {k: self.AFTER_CHECK for k in self.VALUE_KEYS}
+        self._compact = True
+        self._misses = 0
+        #: Lines decoded with a tip's bytes cut out / without.
+        self.reused = 0
+        self.whole = 0
+
+    def loads(self, line: bytes) -> Any:
+        """``orjson.loads(line)``, decoding only what no earlier line held.
+
+        Raises:
+            orjson.JSONDecodeError: when the line is not valid JSON.
+        """
+        try:
+            rec = self._loads(line)
+        except orjson.JSONDecodeError:
+            rec = None
+        if rec is None:
+            self.whole += 1
+            return orjson.loads(line)
+        return rec
+
+    # -- one line ---------------------------------------------------------------------------
+
+    def _loads(self, line: bytes) -> Any:
+        """The record, or ``None`` to decode the line whole."""
+        n = len(line)
+        cuts: list[tuple[int, int, bytes]] = []  # (start, end, replacement), not overlapping
+        # the message history: extend a tip, or start one
+        m, a = _key_at(line, self.MARKER, 0, n)
+        tip = None
+        after = 0  # values are looked for before the marker, then from here on
+        if a >= 0 and line[a] == 0x5B and n - a >= self.SMALLEST:  # '['
+            tip = self._find(line, a)
+            if tip is not None:
+                q = a + len(tip.raw)
+                while q < n and line[q] in _WS:
+                    q += 1
+                if q < n and line[q] in b",]":
+                    cuts.append((a + 1, q, _HISTORY))
+                    after = q
+                else:
+                    tip = None
+            if tip is None:
+                j = a + 1
+                while j < n and line[j] in _WS:
+                    j += 1
+                cuts.append((a + 1, a + 1, _HISTORY if line[j:j + 1] == b"]" else _HISTORY + b","))
+                after = a
+        else:
+            a, m = -1, n
+        # whole values: the tool list and system prompt, when seen before
+        found: list[tuple[str, Any]] = []
+        for key in self.VALUE_KEYS:
+            marker = self._value_marker[key]
+            k, v = _key_at(line, marker, 0, m)
+            if k < 0 and after:
+                st = self._after[key]
+                if st > 0:
+                    k, v = _key_at(line, marker, after, n)
+                    st = self.AFTER_CHECK if k >= 0 else st - 1
+                    if st == 0:
+                        st = -self.AFTER_CHECK
+                else:
+                    st = st + 1 or 1  # skipped: look again once every AFTER_CHECK lines
+                self._after[key] = st
+            if v < 0 or line[v] not in b"[{" or n - v < self.SMALLEST:
+                continue
+            got = self._value_at(line, key, v)
+            if got is not None:
+                cuts.append((v, v + len(got.raw), self._value_sent[key][1]))
+                found.append((key, got.obj))
+        if not cuts:
+            return None
+        cuts.sort()
+        for (_, e1, _), (s2, _, _) in zip(cuts, cuts[1:]):
+            if s2 < e1:
+                return None  # overlapping (a value inside the history): decode whole
+        view = memoryview(line)
+        pieces: list[Any] = []
+        pos = 0
+        for s, e, rep in cuts:
+            pieces.append(view[pos:s])
+            pieces.append(rep)
+            pos = e
+        pieces.append(view[pos:])
+        rec = orjson.loads(b"".join(pieces))
+        for key, obj in found:
+            sent = self._value_sent[key][0]
+            place = self._locate(rec, key, lambda x, s=sent: x == s)
+            if place is None:
+                return None
+            parent, k = place
+            parent[k] = obj
+        if a < 0:
+            return rec
+        place = self._locate(rec, "messages", _starts_history)
+        if place is None:
+            return None
+        node = place[0][place[1]]
+        if tip is not None:
+            self.reused += 1
+            if line[after] == 0x5D:  # ']': the same history (a retry)
+                node[0:1] = tip.msgs
+                self._lru.move_to_end(id(tip))
+                return rec
+            end = self._end(line, after + 1, node[1:])
+            node[0:1] = tip.msgs
+            self._forget(tip)
+        else:
+            self.whole += 1
+            del node[0]
+            end = self._end(line, a + 1, node) if node else None
+        if end is not None:
+            self._keep(_Tip(line[a:end].rstrip(_WS), list(node)))
+        return rec
+
+    # -- tips -------------------------------------------------------------------------------
+
+    def _find(self, line: bytes, a: int) -> _Tip | None:
+        """A tip whose bytes ``line`` holds at ``a``: the newest of those in the longest length
+        class that has one. (In a valid line, a ``,`` or ``]`` follows: a tip ends after an
+        element.)"""
+        w = self.WINDOW
+        index = self._index
+        for p in _levels(len(line) - a, self.SMALLEST):
+            bucket = index.get((p, hash(line[a + p - w:a + p])))
+            if bucket is not None:
+                for tip in reversed(bucket):  # the newest first: a session's own tip, mostly
+                    if line.startswith(tip.raw, a):
+                        return tip
+        return None
+
+    def _keep(self, tip: _Tip) -> None:
+        lru = self._lru
+        if len(lru) >= self.limit:
+            self._forget(next(iter(lru.values())))
+        self._index.setdefault(tip.key, []).append(tip)
+        lru[id(tip)] = tip
+
+    def _forget(self, tip: _Tip) -> None:
+        if self._lru.pop(id(tip), None) is None:
+            return
+        bucket = self._index[tip.key]
+        bucket.remove(tip)
+        if not bucket:
+            del self._index[tip.key]
+
+    def _end(self, line: bytes, start: int, elems: list[Any]) -> int | None:
+        """The index of the ``]`` that closes the array whose elements ``elems`` the line holds
+        from ``start`` (the byte after the ``[`` or ``,`` before them). The compact JSON
+        ``orjson`` writes (as JavaScript's ``JSON.stringify`` does) is checked first; other
+        writers' spacing falls back to asking the decoder where the array ends (a second
+        decoding of the elements)."""
+        if self._compact:
+            try:
+                new = b",".join([orjson.dumps(x) for x in elems])
+            except TypeError:
+                new = None
+            if new is not None and line.startswith(new, start) and line[start + len(new):start + len(new) + 1] == b"]":
+                return start + len(new)
+            self._misses += 1
+            if self._misses > 64 and self._misses > self.reused // 4:
+                self._compact = False  # this log is not written compactly: stop trying
+        end = _value_end(line, start - 1, array=True)
+        return None if end is None else end - 1
+
+    # -- whole values -----------------------------------------------------------------------
+
+    def _value_at(self, line: bytes, key: str, v: int) -> _Value | None:
+        """The value kept for the bytes at ``v`` under ``key``, else a new one decoded and
+        kept."""
+        k = (key, hash(line[v:v + self.WINDOW]))
+        for got in self._values.get(k, ()):
+            if line.startswith(got.raw, v):
+                self._value_lru.move_to_end(id(got))
+                return got
+        end = _value_end(line, v)
+        if end is None:
+            return None
+        raw = line[v:end]
+        got = _Value(raw, orjson.loads(raw))
+        lru = self._value_lru
+        if len(lru) >= self.value_limit:
+            old_key, old = lru.pop(next(iter(lru)))
+            bucket = self._values[old_key]
+            bucket.remove(old)
+            if not bucket:
+                del self._values[old_key]
+        self._values.setdefault(k, []).append(got)
+        lru[id(got)] = (k, got)
+        return got
+
+    # -- finding the cuts in the decoded record ---------------------------------------------
+
+    def _locate(self, rec: Any, name: str, is_it: Any) -> tuple[Any, Any] | None:
+        """``(container, key)`` of the value ``is_it`` accepts: at the path where it was last
+        time, else searched for (and the path remembered)."""
+        path = self._paths.get(name)
+        if path:
+            node: Any = rec
+            try:
+                for k in path[:-1]:
+                    node = node[k]
+                if is_it(node[path[-1]]):
+                    return node, path[-1]
+            except (KeyError, IndexError, TypeError):
+                pass
+        found = _search(rec, is_it)
+        if found is None:
+            return None
+        self._paths[name] = found[0]
+        return found[1], found[0][-1]
+
+
+def _key_at(line: bytes, name: bytes, start: int, end: int) -> tuple[int, int]:
+    """``(where the key is, where its value starts)`` for the first ``name`` (a quoted key)
+    followed by ``:`` in ``line[start:end]``, or ``(-1, -1)``.
+
+    In valid JSON a quoted name followed by ``:`` is a key: inside a string every ``"`` is
+    escaped, so the closing quote of ``name`` ends a string and the ``:`` makes it a key.
+    """
+    n = len(line)
+    k = line.find(name, start, end)
+    while k >= 0:
+        j = k + len(name)
+        while j < n and line[j] in _WS:
+            j += 1
+        if j < n and line[j] == 0x3A:  # ':'
+            j += 1
+            while j < n and line[j] in _WS:
+                j += 1
+            if j < n:
+                return k, j
+        k = line.find(name, k + 1, end)
+    return -1, -1
+
+
+def _starts_history(x: Any) -> bool:
+    return isinstance(x, list) and bool(x) and x[0] == HISTORY
+
+
+def _value_end(line: bytes, v: int, array: bool = False) -> int | None:
+    """The index just past the value that starts at ``line[v]`` (with ``array``, ``line[v]``
+    is read as ``[`` whatever it is); ``None`` if no value followed by more JSON starts there.
+
+    The decoder stops at the first byte after the value and says where, in characters: in a
+    valid line that is the ``,`` or ``}`` after it. (A line that is not valid JSON may give a
+    wrong index here; its record then fails to decode and nothing is kept from it.)
+    """
+    buf = (b"[" + line[v + 1:]) if array else line[v:]
+    try:
+        orjson.loads(buf)
+    except orjson.JSONDecodeError as e:
+        pos = e.pos  # code points, not bytes
+        if not buf.isascii():
+            try:
+                pos = len(buf.decode("utf-8")[:pos].encode("utf-8"))
+            except UnicodeError:
+                return None
+        end = len(buf[:pos].rstrip(_WS))
+        if end < 1:
+            return None
+        return v + end
+    return None
+
+
+def _search(rec: Any, is_it: Any) -> tuple[tuple[Any, ...], Any] | None:
+    """``(path, container)`` of a value ``is_it`` accepts (each container's own values first)."""
+    stack: list[tuple[tuple[Any, ...], Any]] = [((), rec)]
+    while stack:
+        path, node = stack.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        later = []
+        for k, v in items:
+            if is_it(v):
+                return path + (k,), node
+            if isinstance(v, (dict, list)):
+                later.append((path + (k,), v))
+        stack.extend(reversed(later))
+    return None

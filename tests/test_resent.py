@@ -1,0 +1,127 @@
+"""Byte-level reuse of re-sent histories and tool lists (promptcache.ingest.resent): every line
+decodes to exactly what orjson decodes, whatever the writer's spacing, and repeated content is
+decoded once."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import orjson
+import pytest
+
+from promptcache.ingest.resent import ResentLines
+
+WORDS = ["cache", "prefix", "naïve", "日本語", "emoji 😀", 'quote "x"', "back\\slash", "tab\tline\nnext", "ünïcödé"]
+
+
+def _session(rng: random.Random, sid: int, turns: int, volatile: bool = False) -> list[dict]:
+    tools = [{"type": "function", "function": {"name": f"tool_{i}", "description": " ".join(rng.choices(WORDS, k=40)),
+                                               "parameters": {"type": "object", "properties": {"p": {"type": "string"}}}}}
+             for i in range(6)]
+    system = "You are an agent. " + " ".join(rng.choices(WORDS, k=200))
+    history: list[dict] = []
+    out = []
+    for t in range(turns):
+        sys_text = (f"Time: 12:{t:02d}. " if volatile else "") + system
+        history.append({"role": "user", "content": " ".join(rng.choices(WORDS, k=rng.randint(5, 60)))})
+        out.append({"id": f"s{sid}-{t}", "metadata": {"n": t, "score": 0.5 + t},
+                    "request": {"model": "gpt-4.1", "messages": [{"role": "system", "content": sys_text}] + history,
+                                "tools": tools, "temperature": 0}})
+        history.append({"role": "assistant", "content": None,
+                        "tool_calls": [{"id": f"c{t}", "type": "function", "function": {"name": "tool_1", "arguments": "{}"}}]})
+        history.append({"role": "tool", "tool_call_id": f"c{t}", "content": " ".join(rng.choices(WORDS, k=80))})
+    return out
+
+
+def _interleaved(seed: int = 3) -> list[dict]:
+    rng = random.Random(seed)
+    sessions = [_session(rng, i, rng.randint(1, 7), volatile=i % 4 == 0) for i in range(12)]
+    recs = []
+    while any(sessions):
+        s = rng.choice([s for s in sessions if s])
+        recs.append(s.pop(0))
+    return recs
+
+
+WRITERS = {
+    "orjson": orjson.dumps,
+    "json-default": lambda r: json.dumps(r).encode(),  # ", " and ": ", \\u escapes (Python's default)
+    "json-compact-utf8": lambda r: json.dumps(r, separators=(",", ":"), ensure_ascii=False).encode(),
+    "json-spaced": lambda r: json.dumps(r, indent=None, separators=(" , ", " : "), ensure_ascii=False).encode(),
+}
+
+
+@pytest.mark.parametrize("writer", sorted(WRITERS))
+def test_every_line_decodes_as_orjson_decodes_it(writer):
+    dump = WRITERS[writer]
+    dec = ResentLines()
+    for rec in _interleaved():
+        line = dump(rec) + b"\n"
+        got = dec.loads(line)
+        assert got == orjson.loads(line)
+        assert orjson.dumps(got) == orjson.dumps(orjson.loads(line))  # key order too
+    # most lines extend a tip: 12 sessions, so at most 12 starts plus the volatile sessions' turns
+    assert dec.reused >= 20, (dec.reused, dec.whole)
+
+
+def test_repeated_history_and_tools_are_the_same_objects():
+    dec = ResentLines()
+    s = _session(random.Random(1), 0, 3)
+    a, b, c = (dec.loads(orjson.dumps(r)) for r in s)
+    assert b["request"]["messages"][:2] == a["request"]["messages"]
+    assert all(x is y for x, y in zip(a["request"]["messages"], b["request"]["messages"]))
+    assert all(x is y for x, y in zip(b["request"]["messages"], c["request"]["messages"]))
+    assert a["request"]["tools"] is b["request"]["tools"] is c["request"]["tools"]
+    assert c == orjson.loads(orjson.dumps(s[2]))
+
+
+def test_a_retry_with_the_same_history_reuses_it():
+    dec = ResentLines()
+    s = _session(random.Random(2), 0, 2)
+    first = dec.loads(orjson.dumps(s[1]))
+    again = dec.loads(orjson.dumps(s[1]))
+    assert again == first and again["request"]["messages"][0] is first["request"]["messages"][0]
+
+
+def test_an_edited_history_is_decoded_again():
+    dec = ResentLines()
+    s = _session(random.Random(4), 0, 3)
+    dec.loads(orjson.dumps(s[0]))
+    edited = json.loads(json.dumps(s[1]))
+    edited["request"]["messages"][1]["content"] = "changed"
+    got = dec.loads(orjson.dumps(edited))
+    assert got == edited and got["request"]["messages"][1]["content"] == "changed"
+
+
+def test_other_keys_named_messages_and_duplicates():
+    dec = ResentLines()
+    s = _session(random.Random(5), 0, 3)
+    for r in s:  # a "messages" key before the request's, in metadata
+        r["metadata"]["messages"] = [{"k": 1}] * 40
+        line = orjson.dumps(r)
+        assert dec.loads(line) == orjson.loads(line)
+    # a duplicate key: the decoder keeps the last value, and so does the reuse
+    base = orjson.dumps(s[2])
+    dup = base[:-1] + b',"request":' + orjson.dumps(s[1]["request"]) + b"}"
+    assert dec.loads(dup) == orjson.loads(dup)
+
+
+def test_invalid_lines_raise_as_orjson_does():
+    dec = ResentLines()
+    s = _session(random.Random(6), 0, 2)
+    dec.loads(orjson.dumps(s[0]))
+    line = orjson.dumps(s[1])
+    for bad in (line[:-1], line[:-40], line.replace(b'"role"', b'"role', 1), line + b"}"):
+        with pytest.raises(orjson.JSONDecodeError):
+            dec.loads(bad)
+    assert dec.loads(line) == orjson.loads(line)  # and the next good line is still right
+
+
+def test_small_and_empty_arrays():
+    dec = ResentLines()
+    for rec in ({"messages": []}, {"messages": [{"role": "user", "content": "hi"}]}, {"messages": "text"},
+                {"request": {"messages": [], "tools": [{"x": "y" * 2000}]}}, {"request": {"tools": [{"x": "y" * 2000}]}}):
+        line = orjson.dumps(rec)
+        assert dec.loads(line) == rec
+        assert dec.loads(line) == rec
