@@ -323,23 +323,25 @@ def _stretches(pipe: _Pipeline, book: PriceBook, top: int) -> list[PrefixStretch
         sign = -1 if delta is not None and delta < 0 else 1
         cands: list[tuple[int, int, Any, int]] = []  # (rank, -order, first node, edge units)
         order = 0
-        stack = [(c, None) for c in tree.root.children.values()]
+        width = tree.width
+        scale = sign * unit_tokens
+        stack = list(tree.root.children.values())
+        push, pop = stack.append, stack.pop
         while stack:
-            node, head = stack.pop()
-            units = tree.units_of(node)
-            if head is None:
-                head = [node, units]
-            else:
-                head[1] += units
-            kids = list(node.children.values())
-            if len(kids) == 1 and kids[0].uses == node.uses and kids[0].hits == node.hits:
-                stack.append((kids[0], head))
-                continue
-            first = head[0]
+            first = node = pop()
+            units = node.nbytes // width
+            kids = node.children
+            while len(kids) == 1:  # a chain read by the same requests: one stretch
+                (kid,) = kids.values()
+                if kid.uses != node.uses or kid.hits != node.hits:
+                    break
+                node = kid
+                units += node.nbytes // width
+                kids = node.children
             if first.uses:
-                cands.append((sign * head[1] * unit_tokens * first.uses, -order, first, head[1]))
-                order += 1
-            stack.extend((c, None) for c in kids)
+                cands.append((scale * units * first.uses, order, first, units))
+                order -= 1
+            stack.extend(kids.values())
         for _, _, first, n_units in sorted(heapq.nlargest(top, cands), key=lambda c: -c[1]):
             ref: RequestRef = first.creator
             tokens = n_units * unit_tokens
