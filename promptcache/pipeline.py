@@ -622,13 +622,25 @@ class Partial:
     last_t: float | None
 
 
+#: Garbage collector thresholds while streaming (see :func:`fewer_collections`).
+GC_THRESHOLDS = (100_000, 50, 100)
+
+
 @contextlib.contextmanager
-def _fewer_collections() -> Iterator[None]:
+def fewer_collections() -> Iterator[None]:
     """Run the garbage collector's young generation less often while streaming: the audit keeps
     many long-lived objects (tree nodes, outcomes), and with the default threshold every full
-    collection walks all of them, which makes long logs quadratically slower."""
+    collection walks all of them, which makes long logs quadratically slower.
+
+    The thresholds are put back afterwards, unless they were already as high (the command line
+    sets them for its whole run: putting the defaults back triggers a full collection over every
+    object the audit holds, a second at 100k requests, just before the process ends).
+    """
     old = gc.get_threshold()
-    gc.set_threshold(100_000, 50, 100)
+    if old[0] >= GC_THRESHOLDS[0]:
+        yield
+        return
+    gc.set_threshold(*GC_THRESHOLDS)
     try:
         yield
     finally:
@@ -653,7 +665,7 @@ def collect(pipe: Pipeline, *, progress: Callable[[int], None] | None = None,
 
         diag = Diagnoser(pipe, book, show_text=opts.show_text)
     outcomes = []
-    with _fewer_collections():
+    with fewer_collections():
         for step in pipe.steps(progress):
             outcomes.append(step.outcome)
             if diag is not None:

@@ -107,6 +107,11 @@ def main() -> None:
 
     err = Console(stderr=True)
     usage, aborts = _click_errors()
+    import gc
+
+    from ..pipeline import GC_THRESHOLDS
+
+    gc.set_threshold(*GC_THRESHOLDS)  # one run that holds many long-lived objects (see fewer_collections)
     try:
         argv = _dask_default(sys.argv[1:])
         rc = app(args=argv, standalone_mode=False)

@@ -273,7 +273,7 @@ class PrefixTree:
         if self._spill_file is None:
             self._spill_file = tempfile.TemporaryFile(prefix="promptcache-spill-", buffering=0)
             self._spill_end = 0
-        fd = self._spill_file.fileno()
+        batch: list[Node] = []
         while cold and cold[0][0] < cutoff:
             _, node = cold.popleft()
             if node.parent is None or node.spill >= 0:
@@ -283,12 +283,20 @@ class PrefixTree:
                 continue
             if node.nbytes < 256:
                 continue
-            node.spill = self._spill_end
-            written = os.pwrite(fd, node.key, self._spill_end)  # unbuffered: readable at once
-            assert written == node.nbytes
-            self._spill_end += written
-            self.spilled_bytes += written
+            batch.append(node)
+        if not batch:
+            return
+        data = b"".join([node.key for node in batch])  # one write: a system call per edge costs more
+        fd, written = self._spill_file.fileno(), 0
+        while written < len(data):  # unbuffered: readable at once
+            written += os.pwrite(fd, memoryview(data)[written:], self._spill_end + written)
+        at = self._spill_end
+        for node in batch:
+            node.spill = at
+            at += node.nbytes
             node.key = node.key[:self.width]  # the first unit stays: it names the edge
+        self._spill_end = at
+        self.spilled_bytes += written
 
     # ----------------------------------------------------------------- internals
 
