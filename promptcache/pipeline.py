@@ -39,6 +39,8 @@ SCENARIOS = ("no_cache", "reported", "simulated", "ideal")
 #: second process's start cost about what they save (an 85 MB log audits in 1.45 s in one
 #: process, 1.6 s in two; a 490 MB one in 5.7 s and 4.9 s).
 TWO_PROCESSES_BYTES = 128 * 2**20
+#: Distinct segment path sequences shared among requests (see ``_Pipeline.shape``).
+SHAPES = 8192
 
 
 @dataclass
@@ -225,6 +227,18 @@ class _Pipeline:
         self.warnings: list[str] = []
         self._warned: set[str] = set()
         self.index = 0
+        self._shapes: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+    def shape(self, paths: tuple[str, ...]) -> tuple[str, ...]:
+        """One shared tuple per distinct sequence of segment paths: every request keeps its
+        own (tree nodes name their creator's segments), and requests of one shape (the same
+        tools and message count) are many. At most :data:`SHAPES` are kept."""
+        got = self._shapes.get(paths)
+        if got is None:
+            if len(self._shapes) >= SHAPES:
+                return paths
+            got = self._shapes[paths] = paths
+        return got
 
     def warn(self, msg: str) -> None:
         """Record a warning once."""
@@ -502,8 +516,8 @@ class Pipeline:
         pipe.ns_rules.setdefault(ns, rules)
         idx = pipe.index
         pipe.index += 1
-        ref = RequestRef(idx, req.id, req.source.line, req.source.path, array("I", prompt.seg_ends),
-                         prompt.seg_paths if prompt.seg_paths is not None else tuple(s.path for s in prompt.segments))
+        paths = prompt.seg_paths if prompt.seg_paths is not None else tuple(s.path for s in prompt.segments)
+        ref = RequestRef(idx, req.id, req.source.line, req.source.path, array("I", prompt.seg_ends), pipe.shape(paths))
         cached, write, write_1h, shared, reason, other, flags = pipe.sim.step(
             ref=ref, prompt=prompt, rules=rules, namespace=ns, ideal_key=(pf.id, model), now=req.arrival)
         ic = pipe.sim.ideal[(pf.id, model)]

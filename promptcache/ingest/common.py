@@ -231,8 +231,10 @@ class PartMemo:
         return parts
 
 
-#: The memo the body readers share (a pure function's cache).
-PARTS = PartMemo()
+#: The memo the body readers share (a pure function's cache). 16 MB: re-sent messages come from
+#: :data:`HISTORY`, so what this memo finds again is mostly the first messages of new sessions
+#: (a larger one held tool results that never repeat, and cost the 100k audit its memory target).
+PARTS = PartMemo(16 * 2**20)
 
 
 class _HistoryTip:

@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..pipeline import AuditResult
-from .numbers import duration, pct, usd
+from .numbers import duration, miss_reason, pct, usd
 
 
 def per_day(v: Decimal | None, span: float | None) -> str:
@@ -73,8 +73,8 @@ def render_audit(res: AuditResult, console: Console, *, top: int = 10) -> None:
             acc[0] += o.shared_prefix_tokens - o.cached_tokens
             acc[1] += 1
     if reasons:
-        console.print("Shared tokens the simulated rules do not serve, by reason: " + ", ".join(
-            f"{k.replace('_', ' ')} {v[0]:,} tokens ({v[1]:,} requests)"
+        console.print("Shared tokens the simulated rules do not serve, by reason: " + "; ".join(
+            f"{miss_reason(k)}: {v[0]:,} tokens in {v[1]:,} requests"
             for k, v in sorted(reasons.items(), key=lambda kv: -kv[1][0])))
 
     if res.top_prefixes:

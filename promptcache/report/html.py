@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
-from .numbers import duration, pct, usd
+from .numbers import duration, miss_reason, pct, usd
 
 COLORS = {"no_cache": "#8c959f", "reported": "#a371f7", "simulated": "#0969da", "ideal": "#1a7f37"}
 LABELS = {"no_cache": "No cache", "reported": "Reported (log usage)", "simulated": "Simulated rules",
@@ -423,7 +423,7 @@ def _context(rec: dict[str, Any]) -> str:
     rtable = ""
     if reasons:
         rtable = ('<h2>Why the simulated rules miss</h2><table><thead><tr><th>Reason</th><th class="n">Requests</th>'
-                  '</tr></thead><tbody>' + "".join(f'<tr><td>{esc(k.replace("_", " "))}</td><td class="n">{v:,}</td></tr>'
+                  '</tr></thead><tbody>' + "".join(f'<tr><td>{esc(miss_reason(k))}</td><td class="n">{v:,}</td></tr>'
                                                    for k, v in reasons.items()) + "</tbody></table>")
     rules = "".join(f'<tr><td>{esc(ns)}</td><td>{esc(r["mode"])}, min {r["min_tokens"]:,}, '
                     f'{r["granularity"]:,}-token steps, TTL {esc(r["ttl_seconds"] if r["ttl_seconds"] is not None else "none")}'

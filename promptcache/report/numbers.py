@@ -21,6 +21,24 @@ def usd(v: Decimal | float | None) -> str:
     return f"${r:,}"
 
 
+#: Why the simulated rules miss shared tokens (``Outcome.miss_reason``), in words.
+MISS_REASONS = {
+    "below_min": "shorter than the minimum",
+    "expired": "expired (TTL)",
+    "evicted": "evicted (capacity)",
+    "granularity": "past the last whole block",
+    "no_breakpoint": "no breakpoint",
+    "after_last_breakpoint": "after the last breakpoint",
+    "lookback": "beyond the breakpoint lookback",
+    "namespace": "in another cache namespace",
+}
+
+
+def miss_reason(code: str) -> str:
+    """A miss reason in words (``below_min`` → ``shorter than the minimum``)."""
+    return MISS_REASONS.get(code, code.replace("_", " "))
+
+
 def pct(x: float | None) -> str:
     """A ratio as a percentage with one decimal (``—`` for ``None``)."""
     return "—" if x is None else f"{100 * x:.1f}%"
