@@ -151,7 +151,7 @@ class ResentLines:
         """
         try:
             rec = self._loads(line)
-        except orjson.JSONDecodeError:
+        except Exception:  # noqa: BLE001 - not valid JSON, or anything unforeseen: decode it whole
             rec = None
         if rec is None:
             self.whole += 1

@@ -131,9 +131,10 @@ class PrefixTree:
         path: list[Node] = []
         other: Any = None
         partial: Node | None = None
+        ttl = self.ttl if now is not None else None  # _expired, inlined: it runs for every edge
         while pos < n:
             child = node.children.get(seq[pos:pos + W])
-            if child is not None and self._expired(child, now):
+            if child is not None and ttl is not None and now - child.last > ttl:
                 self._drop(child)
                 child = None
             if child is None:
@@ -184,7 +185,10 @@ class PrefixTree:
             child.uses += 1
             if end <= hit:
                 child.hits += 1
-            self._touch(parent, child, t, tick)
+            if t > child.last:  # _touch, inlined: it runs for every edge
+                child.last = t
+            child.tick = tick
+            parent.recent = child
             depth = end
             parent = child
         if parent is not None and depth < store:
