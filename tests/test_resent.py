@@ -125,3 +125,27 @@ def test_small_and_empty_arrays():
         line = orjson.dumps(rec)
         assert dec.loads(line) == rec
         assert dec.loads(line) == rec
+
+
+def test_reused_content_is_held_to_the_depth_limit():
+    """A history or tool list decoded at one depth and re-sent deeper must fail as it does
+    when the line is decoded whole (orjson allows 1,024 levels)."""
+    text = "You are an agent. " + "policy text " * 300
+    d = 1021
+    first = '{"role":"system","content":"' + text + '","extra":' + "[" * d + "]" * d + "}"
+    l1 = ('{"model":"gpt-4.1","messages":[' + first + "]}").encode()
+    l2 = ('{"timestamp":1793000000,"request":{"model":"gpt-4.1","messages":[' + first + ',{"role":"user","content":"hi"}]}}').encode()
+    dec = ResentLines()
+    assert dec.loads(l1)["messages"][0]["content"] == text  # (== on 1,000 levels would recurse too deep)
+    with pytest.raises(orjson.JSONDecodeError):
+        orjson.loads(l2)
+    with pytest.raises(orjson.JSONDecodeError):
+        dec.loads(l2)
+    tools = "[" + ",".join(['{"name":"t%d","schema":' % i + "[" * 1020 + "]" * 1020 + "}" for i in range(3)]) + "]"
+    t1 = ('{"tools":' + tools + ',"model":"m","messages":[]}').encode()
+    t2 = ('{"a":{"b":{"tools":' + tools + ',"model":"m","messages":[]}}}').encode()
+    assert [t["name"] for t in dec.loads(t1)["tools"]] == ["t0", "t1", "t2"]
+    with pytest.raises(orjson.JSONDecodeError):
+        orjson.loads(t2)
+    with pytest.raises(orjson.JSONDecodeError):
+        dec.loads(t2)

@@ -33,6 +33,9 @@ from typing import Any
 import orjson
 
 _WS = b" \t\r\n"
+#: orjson's nesting limit: a record may hold arrays and objects 1,024 deep, not more. Reused
+#: content is checked against it where it lands (the decoder checks only what it decodes).
+MAX_DEPTH = 1024
 
 
 def _sentinel(name: str) -> tuple[str, bytes]:
@@ -45,26 +48,42 @@ HISTORY, _HISTORY = _sentinel("history")
 
 
 class _Tip:
-    """A message array decoded before: its bytes from ``[`` up to its last element, and its
-    elements."""
+    """A message array decoded before: its bytes from ``[`` up to its last element, its
+    elements, and how many keys deep in the record it was (its elements passed the decoder's
+    depth limit there)."""
 
-    __slots__ = ("raw", "msgs", "key")
+    __slots__ = ("raw", "msgs", "level", "key")
 
-    def __init__(self, raw: bytes, msgs: list[Any]):
+    def __init__(self, raw: bytes, msgs: list[Any], level: int):
         self.raw = raw
         self.msgs = msgs
+        self.level = level
         p = _level(len(raw))
         self.key = (p, hash(raw[p - ResentLines.WINDOW:p]))  # p: the largest level at most len(raw)
 
 
 class _Value:
-    """A whole value (a tool list, a system prompt) decoded before: its bytes and the object."""
+    """A whole value (a tool list, a system prompt) decoded before: its bytes, the object, and
+    its nesting depth (``[]`` is 1)."""
 
-    __slots__ = ("raw", "obj")
+    __slots__ = ("raw", "obj", "depth")
 
     def __init__(self, raw: bytes, obj: Any):
         self.raw = raw
         self.obj = obj
+        self.depth = _depth(obj)
+
+
+def _depth(obj: Any) -> int:
+    """Nesting depth of a decoded value: 0 for a scalar, 1 for ``[]`` or ``{}``."""
+    deepest = 0
+    stack = [(obj, 1)]
+    while stack:
+        x, d = stack.pop()
+        if isinstance(x, (dict, list)):
+            deepest = max(deepest, d)
+            stack.extend((v, d + 1) for v in (x.values() if isinstance(x, dict) else x))
+    return deepest
 
 
 def _level(n: int) -> int:
@@ -188,7 +207,7 @@ class ResentLines:
         else:
             a, m = -1, n
         # whole values: the tool list and system prompt, when seen before
-        found: list[tuple[str, Any]] = []
+        found: list[tuple[str, _Value]] = []
         for key in self.VALUE_KEYS:
             marker = self._value_marker[key]
             k, v = _key_at(line, marker, 0, m)
@@ -207,7 +226,7 @@ class ResentLines:
             got = self._value_at(line, key, v)
             if got is not None:
                 cuts.append((v, v + len(got.raw), self._value_sent[key][1]))
-                found.append((key, got.obj))
+                found.append((key, got))
         if not cuts:
             return None
         cuts.sort()
@@ -223,20 +242,23 @@ class ResentLines:
             pos = e
         pieces.append(view[pos:])
         rec = orjson.loads(b"".join(pieces))
-        for key, obj in found:
+        for key, got in found:
             sent = self._value_sent[key][0]
             place = self._locate(rec, key, lambda x, s=sent: x == s)
-            if place is None:
-                return None
+            if place is None or len(self._paths[key]) + got.depth > MAX_DEPTH:
+                return None  # not found, or deeper than the decoder allows: decode whole
             parent, k = place
-            parent[k] = obj
+            parent[k] = got.obj
         if a < 0:
             return rec
         place = self._locate(rec, "messages", _starts_history)
         if place is None:
             return None
         node = place[0][place[1]]
+        level = len(self._paths["messages"])
         if tip is not None:
+            if level != tip.level:
+                return None  # its messages were checked against the depth limit at another level
             self.reused += 1
             if line[after] == 0x5D:  # ']': the same history (a retry)
                 node[0:1] = tip.msgs
@@ -250,7 +272,7 @@ class ResentLines:
             del node[0]
             end = self._end(line, a + 1, node) if node else None
         if end is not None:
-            self._keep(_Tip(line[a:end].rstrip(_WS), list(node)))
+            self._keep(_Tip(line[a:end].rstrip(_WS), list(node), level))
         return rec
 
     # -- tips -------------------------------------------------------------------------------
