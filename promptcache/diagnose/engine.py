@@ -297,10 +297,27 @@ class Diagnoser:
 
     def _report_lost(self, step: Step, pair: Pair, lost: int) -> tuple[int, Decimal | None]:
         o = step.outcome
-        better = self._quantize(step.rules, o.prompt_tokens, max(o.shared_prefix_tokens, pair.d) + lost) \
-            if step.rules.mode == "prefix" else min(o.prompt_tokens, pair.d + lost)
+        if step.rules.mode == "prefix":
+            better = self._quantize(step.rules, o.prompt_tokens, max(o.shared_prefix_tokens, pair.d) + lost)
+        else:
+            better = self._breakpoint_reach(step, pair, min(o.prompt_tokens, pair.d + lost))
         gained = max(0, better - o.cached_tokens)
         return gained, self._money(step, o.cached_tokens, o.cached_tokens + gained)
+
+    @staticmethod
+    def _breakpoint_reach(step: Step, pair: Pair, shared: int) -> int:
+        """Tokens a breakpoint cache would serve ``r`` if it shared ``shared`` tokens with
+        ``p``: a read ends at a breakpoint, so the end of the last breakpoint segment of either
+        prompt within the shared part (``p`` wrote its own; ``r`` reads them from its own
+        breakpoints, looking back), or 0 when ``r`` marks none or that is under the minimum.
+        The lookback window is not applied: an upper bound, like the simulated hits."""
+        rp, pp = pair.rp, pair.pp
+        if not any(s.breakpoint is not None for s in rp.segments):
+            return 0  # nothing is ever read: the content fix alone serves nothing
+        ends = [e for prompt in (rp, pp) for s, e in zip(prompt.segments, prompt.seg_ends)
+                if s.breakpoint is not None and e <= shared]
+        best = max(ends, default=0)
+        return best if best >= step.rules.min_tokens else 0
 
     def _where(self, pair: Pair, char: int | None) -> tuple[str, int | None]:
         seg = pair.rp.segments[pair.i]
