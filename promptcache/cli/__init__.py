@@ -92,8 +92,12 @@ def _leave(code: int, argv: list[str]) -> NoReturn:
     by then. Runs on Dask (whose cluster shuts down at exit) and inside a test process exit
     normally.
     """
-    sys.stdout.flush()
-    sys.stderr.flush()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:  # the reader of stdout went away after the last write
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = int(ExitCode.PIPE_CLOSED)
     if "--dask" not in argv and "pytest" not in sys.modules:
         os._exit(code)
     sys.exit(code)
