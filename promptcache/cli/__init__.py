@@ -89,8 +89,9 @@ def _leave(code: int, argv: list[str]) -> NoReturn:
     An audit of a fleet-size log ends holding millions of objects (prefix tree nodes, outcomes,
     memos); freeing them one by one at exit takes seconds and serves nothing, as the operating
     system reclaims the memory at once. The report and every output file are written and closed
-    by then. Runs on Dask (whose cluster shuts down at exit) and inside a test process exit
-    normally.
+    by then. Only ``audit`` and ``propose`` exit so, and not with ``--dask`` (its cluster shuts
+    down at exit) or ``--verify`` (a replay engine may hold worker processes), nor inside a test
+    process; every other command exits normally.
     """
     try:
         sys.stdout.flush()
@@ -98,7 +99,9 @@ def _leave(code: int, argv: list[str]) -> NoReturn:
     except OSError:  # the reader of stdout went away after the last write
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = int(ExitCode.PIPE_CLOSED)
-    if "--dask" not in argv and "pytest" not in sys.modules:
+    fast = bool(argv) and argv[0] in ("audit", "propose") \
+        and not any(a.split("=", 1)[0] in ("--dask", "--verify") for a in argv)
+    if fast and "pytest" not in sys.modules:
         os._exit(code)
     sys.exit(code)
 
