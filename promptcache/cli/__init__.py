@@ -83,6 +83,13 @@ def _click_errors() -> tuple[tuple[type, ...], tuple[type, ...]]:
     return tuple(usage), tuple(aborts)
 
 
+def _one_big_run(argv: list[str]) -> bool:
+    """Whether the command is an audit or proposal in this process alone (not on Dask, no
+    replay to verify): one run that builds many long-lived objects and ends with the process."""
+    return bool(argv) and argv[0] in ("audit", "propose") \
+        and not any(a.split("=", 1)[0] in ("--dask", "--verify") for a in argv)
+
+
 def _leave(code: int, argv: list[str]) -> NoReturn:
     """Exit with ``code`` once the output is flushed, without tearing the interpreter down.
 
@@ -99,9 +106,7 @@ def _leave(code: int, argv: list[str]) -> NoReturn:
     except OSError:  # the reader of stdout went away after the last write
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = int(ExitCode.PIPE_CLOSED)
-    fast = bool(argv) and argv[0] in ("audit", "propose") \
-        and not any(a.split("=", 1)[0] in ("--dask", "--verify") for a in argv)
-    if fast and "pytest" not in sys.modules:
+    if _one_big_run(argv) and "pytest" not in sys.modules:
         os._exit(code)
     sys.exit(code)
 
@@ -114,11 +119,12 @@ def main() -> None:
 
     err = Console(stderr=True)
     usage, aborts = _click_errors()
-    import gc
+    if _one_big_run(sys.argv[1:]):
+        import gc
 
-    from ..pipeline import GC_THRESHOLDS
+        from ..pipeline import GC_THRESHOLDS
 
-    gc.set_threshold(*GC_THRESHOLDS)  # one run that holds many long-lived objects (see fewer_collections)
+        gc.set_threshold(*GC_THRESHOLDS)  # kept to the end (see pipeline.fewer_collections)
     try:
         argv = _dask_default(sys.argv[1:])
         rc = app(args=argv, standalone_mode=False)
