@@ -162,3 +162,38 @@ def test_write_proposed_refuses_mixed_formats(tmp_path):
     with pytest.raises(ConfigError, match="anthropic.*openai-chat|openai-chat.*anthropic"):
         propose([SAMPLES / "support_bot.jsonl", SAMPLES / "anthropic_app.jsonl"], AuditOptions(), write=dest)
     assert not dest.exists()
+
+
+def test_a_proposal_that_costs_more_is_withdrawn(tmp_path):
+    """Anthropic sessions with the time in the system prompt, and no cache_control: moving the
+    time into the newest user turn keeps each request's own content, so under breakpoint rules
+    (automatic caching added) every request rewrites history the next one would read, and
+    writes cost more than plain input. Re-simulated, that plan costs more than it saves: it is
+    withdrawn, and the proposed log is the log as it was."""
+    import random
+
+    rng = random.Random(5)
+    words = [f"w{i}" for i in range(400)]
+    system = "You are a coding agent. " + " ".join(rng.choices(words, k=900))
+    sessions = []
+    for sid in range(4):
+        hist, recs = [], []
+        for t in range(6):
+            hist.append({"role": "user", "content": " ".join(rng.choices(words, k=80))})
+            recs.append({"timestamp": 1793000000 + sid * 7 + t * 60,
+                         "request": {"model": "claude-sonnet-4-5", "max_tokens": 1024,
+                                     "system": f"Current time: 2026-11-02T10:{t:02d}:{sid * 7:02d}Z.\n" + system,
+                                     "messages": json.loads(json.dumps(hist))}})
+            hist.append({"role": "assistant", "content": " ".join(rng.choices(words, k=80))})
+        sessions.append(recs)
+    lines = [json.dumps(r) for turn in zip(*sessions) for r in turn]
+    log = tmp_path / "anthropic_time.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    dest = tmp_path / "proposed.jsonl"
+    res = propose([log], AuditOptions(), write=dest)
+    assert res.proposals
+    for p in res.proposals:
+        assert not p.plan.applies and p.savings_usd == 0
+        assert all("Withdrawn: re-simulated on this traffic it cost $" in c.rationale for c in p.plan.changes)
+    assert res.after.scenarios["simulated"].cost == res.before.scenarios["simulated"].cost
+    assert [json.loads(x) for x in dest.read_text().splitlines()] == [json.loads(x) for x in lines]

@@ -35,6 +35,7 @@ from ..ingest.common import unwrap
 from ..ingest.jsonio import iter_records
 from ..model import Request, Source
 from ..pricing import PriceBook
+from ..report.numbers import usd
 from .edits import get_text, set_text, set_ttl, sort_keys_deep, tool_name
 from .templates import Template, TemplateIndex, region
 
@@ -364,7 +365,6 @@ def propose(paths: Sequence[str | Path], opts: AuditOptions | None = None, *, wr
     before = run(Pipeline(paths, opts), progress=progress, observers=[obs], book=book)
     templates = obs.index.templates()
     plans = _plans(before, obs, templates)
-    rewriter = _Rewriter(plans, obs.index)
 
     # Pass 2: parse each record, rewrite it, parse it again; arrival order for the rewrite.
     items: list[tuple[float, int, int, Any, str, list[Request]]] = []
@@ -383,10 +383,38 @@ def propose(paths: Sequence[str | Path], opts: AuditOptions | None = None, *, wr
     if write is not None and len(formats) > 1:
         raise ConfigError(f"--write-proposed writes one log in one format, but the inputs hold {', '.join(formats)} "
                           "records: propose each format's logs separately")
+    while True:
+        rewriter = _Rewriter(plans, obs.index)
+        rewritten, new_reqs = _rewrite(items, rewriter, plans, obs, paths, opts, write is not None)
+        after = run(Pipeline.from_requests(new_reqs, opts, label=f"{paths[0]} (proposed)"), progress=progress, book=book)
+        proposals = _compare(before, after, obs, plans, rewriter, book)
+        losing = [p for p in proposals if p.plan.applies and p.savings_usd is not None and p.savings_usd < 0]
+        if not losing:
+            break
+        for p in losing:  # it costs more than it saves: withdrawn, and the rest simulated again without it
+            for c in p.plan.changes:
+                if c.applied:
+                    c.applied = False
+                    c.rationale += f" Withdrawn: re-simulated on this traffic it cost {usd(-p.savings_usd)} more than it saved."
+    written = None
+    if write is not None:
+        written = _write(write, rewritten)
+    return ProposeResult(before, after, proposals, written, skipped)
+
+
+def _rewrite(items: list[tuple[float, int, int, Any, str, list[Request]]], rewriter: _Rewriter,
+             plans: dict[tuple[str, ...], Plan], obs: _Observer, paths: Sequence[str | Path], opts: AuditOptions,
+             writing: bool) -> tuple[list[tuple[int, int, Any]], list[Request]]:
+    """Every record rewritten by its template's plan (a copy; the parsed original is left as
+    it is), with its requests parsed again: ``(rewritten records, their requests)``.
+
+    Raises:
+        ConfigError: when ``writing`` and a plan applies to a format that cannot be rewritten.
+    """
     rewritten: list[tuple[int, int, Any]] = []
     new_reqs: list[Request] = []
     parsers2: dict[str, Any] = {}
-    for t, fi, line, rec, fmt, reqs in items:
+    for _, fi, line, rec, fmt, reqs in items:
         if fmt in BODY_FORMATS and len(reqs) == 1:
             # the readers' memos keep parsed objects and find them again by identity: rewrite a copy
             rec = orjson.loads(orjson.dumps(rec))
@@ -397,17 +425,12 @@ def propose(paths: Sequence[str | Path], opts: AuditOptions | None = None, *, wr
             if isinstance(body, dict) and rewriter.rewrite(body, reqs[0]):
                 rewriter.drop_usage(rec)
                 reqs = _parse(rec, fmt, str(paths[fi]), line, opts, parsers2)
-        elif write is not None and any((pl := plans.get(obs.index.key_for(r))) is not None and pl.applies for r in reqs):
+        elif writing and any((pl := plans.get(obs.index.key_for(r))) is not None and pl.applies for r in reqs):
             raise ConfigError(f"--write-proposed cannot rewrite {fmt} records ({paths[fi]}); "
                               f"it rewrites {', '.join(BODY_FORMATS)} logs")
         rewritten.append((fi, line, rec))
         new_reqs.extend(reqs)
-    after = run(Pipeline.from_requests(new_reqs, opts, label=f"{paths[0]} (proposed)"), progress=progress, book=book)
-    proposals = _compare(before, after, obs, plans, rewriter, book)
-    written = None
-    if write is not None:
-        written = _write(write, rewritten)
-    return ProposeResult(before, after, proposals, written, skipped)
+    return rewritten, new_reqs
 
 
 def _compare(before: AuditResult, after: AuditResult, obs: _Observer, plans: dict[tuple[str, ...], Plan],
