@@ -340,7 +340,7 @@ def _stretches(pipe: _Pipeline, book: PriceBook, top: int) -> list[PrefixStretch
         width = tree.width
         scale = sign * unit_tokens
         stack = list(tree.root.children.values())
-        push, pop = stack.append, stack.pop
+        pop = stack.pop
         while stack:
             first = node = pop()
             units = node.nbytes // width

@@ -333,12 +333,13 @@ class HistoryMemo:
             m = msgs[i]
             new.append(PARTS.get(kind, i, m, lambda: one(i, m)))
         added = tuple(p for ps in new for p in ps)
-        if tip is not None and tip.msgs == msgs[:k] and k == n:
+        extends = tip is not None and tip.msgs == msgs[:k]
+        if extends and k == n:
             self._tips.move_to_end(tip.key)
             return tip.flat
         if top is None:
             top = self._key(kind, msgs, n)
-        if tip is not None and tip.msgs == msgs[:k]:
+        if extends:
             # the texts the parts hold, not this record's copies
             kept, per_msg, flat, cost = tip.msgs + msgs[k:], tip.per_msg + new, tip.flat + added, tip.cost + _cost(added, n - k)
         else:

@@ -53,7 +53,10 @@ def iter_records(path: str | Path, reuse_history: bool = False) -> Iterator[Reco
 
     With ``reuse_history``, JSONL lines are decoded by :class:`~.resent.ResentLines`: a
     message array that repeats an earlier line's is decoded only for what it adds, and the
-    records share the repeated message objects (callers must not modify records). Blank lines and a UTF-8 byte order mark are skipped. An unparseable JSONL line yields ``(line, BadRecord(reason))``.
+    records share the repeated message objects (callers must not modify records).
+
+    Blank lines and a UTF-8 byte order mark are skipped. An unparseable JSONL line yields
+    ``(line, BadRecord(reason))``.
     A syntax error inside a JSON array ends the file with one BadRecord (nothing after it can
     be located reliably).
 
