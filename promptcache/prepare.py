@@ -7,7 +7,9 @@ adds:
 - :class:`Front` renders each request (the chat format reuses the segments of the request it
   extends, see :meth:`~promptcache.render.FramedFormat.render`), finds the earlier request
   ("tip") whose segments it extends, tokenizes only the segments never seen before, and emits a
-  :class:`Delta`: the tip it extends and what it adds.
+  :class:`Delta`: the tip it extends and what it adds. A request that extends a tip but for a
+  few segments (a system prompt that starts with the current time) is sent as that tip with
+  those segments replaced.
 - :class:`Back` keeps the assembled prompts of the live tips and turns each delta into the
   full :class:`~promptcache.simulate.Prompt` the simulator reads.
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import itertools
+import operator
 import pickle
 import queue
 import threading
@@ -44,6 +47,9 @@ TIP_PROBES = 24  # how many segments shorter than a request a tip it extends may
 # hit rate stops rising at 1024 (0.721 at 256, 0.745 at 512, 0.763 from 1024 up); a log with
 # more sessions live at once loses speed, never results.
 TIPS = 1024
+#: Segments a request may differ in from the tip it extends, and still be sent as that tip with
+#: those segments replaced (a session whose system prompt holds the current time differs in one).
+PATCHES = 4
 QUEUE_CHUNKS = 4  # prepared chunks either process holds ahead of the other
 
 
@@ -95,10 +101,15 @@ class Context:
             b = self._frame_bytes[ids] = np.asarray(ids, dtype="<u4").tobytes()
         return b
 
-    def tip_for(self, segs: list[Segment]) -> tuple[int, _FrontTip] | None:
-        """``(length, tip)`` of the longest tip whose segments lead ``segs`` (all but its last
-        segment; ``length`` counts the tip's segments), or ``None``."""
-        return self.tips.find(segs, longest=len(segs) - 1)
+    def tip_for(self, segs: list[Segment]) -> tuple[int, _FrontTip, list[int]] | None:
+        """``(length, tip, patches)`` of the longest tip whose segments lead ``segs`` (all but
+        its last segment; ``length`` counts the tip's segments), or else of one they lead but
+        for at most :data:`PATCHES` segments (``patches``: their positions, ascending); or
+        ``None``."""
+        found = self.tips.find(segs, longest=len(segs) - 1)
+        if found is not None:
+            return found[0], found[1], []
+        return self.tips.find_patched(segs, len(segs) - 1, PATCHES)
 
     def add_tip(self, segs: list[Segment], parts: Sequence[Part], extended: list[Segment] | None, tid: int) -> bool:
         """Keep a request as a tip under its segments but the last, letting go of the tip it
@@ -126,15 +137,25 @@ def chained_keys(segs: Sequence[Segment], ctx: Context, digests: Sequence[bytes]
 class Delta:
     """One request as the front half hands it on: the tip it extends and what it adds.
 
+    A request may also extend a tip with a few of the tip's segments (and parts) replaced: a
+    session whose system prompt starts with the current time differs from its previous turn in
+    that one segment and part.
+
     Attributes:
-        request: the request; with ``packed``, only its parts after ``keep_parts``.
+        request: the request; with ``packed``, only its parts at ``part_patches`` and after
+            ``keep_parts``.
         base: id of the tip it extends, or -1.
-        keep_parts: leading parts it shares with that tip's request.
-        segments: its segments after the tip's (all of them when ``base`` is -1).
+        keep_parts: leading parts it shares with that tip's request (but those at
+            ``part_patches``).
+        segments: its segments at ``seg_patches`` (replacing the tip's there), then those after
+            the tip's (all of them when ``base`` is -1).
         pieces: framed unit bytes of each of ``segments`` (little-endian uint32 token ids).
         digests: text digest of each of ``segments``.
         tip: the id it is kept under for later requests, or -1.
-        packed: whether ``request`` holds only the parts after ``keep_parts``.
+        packed: whether ``request`` holds only the parts at ``part_patches`` and after
+            ``keep_parts``.
+        seg_patches: positions (ascending) of the tip's segments it replaces.
+        part_patches: positions (ascending) of the tip request's parts it replaces.
     """
 
     request: Request
@@ -145,11 +166,17 @@ class Delta:
     digests: list[bytes] | None = None
     tip: int = -1
     packed: bool = False
+    seg_patches: tuple[int, ...] = ()
+    part_patches: tuple[int, ...] = ()
 
     def pack(self) -> Delta:
         """The delta to send to another process: without the parts the tip already has."""
         if self.keep_parts and not self.packed:
-            return replace(self, request=replace(self.request, parts=self.request.parts[self.keep_parts:]), packed=True)
+            parts = self.request.parts
+            sent = parts[self.keep_parts:]
+            if self.part_patches:
+                sent = type(parts)([parts[i] for i in self.part_patches] + list(sent))
+            return replace(self, request=replace(self.request, parts=sent), packed=True)
         return self
 
 
@@ -197,11 +224,20 @@ class Front:
             found = ctx.tip_for(segs) if ctx.appends else None
             d = Delta(req)
             if found is not None:
-                k, base = found
+                k, base, patches = found
                 d.base = base.tid
                 kp = len(base.parts)
-                d.keep_parts = kp if req.parts[:kp] == base.parts else 0
+                parts = req.parts
+                if parts[:kp] == base.parts:
+                    d.keep_parts = kp
+                elif len(parts) >= kp:
+                    changed = list(itertools.compress(range(kp), map(operator.is_not, parts[:kp], base.parts)))
+                    if len(changed) <= PATCHES:
+                        d.keep_parts, d.part_patches = kp, tuple(changed)
                 new = segs[k:]
+                if patches:
+                    d.seg_patches = tuple(patches)
+                    new = [segs[i] for i in patches] + new
             else:
                 new = segs
             d.segments = new
@@ -286,12 +322,31 @@ class Back:
         base = self.tips[d.base] if d.base >= 0 else None
         if d.packed:
             assert base is not None
-            req = replace(req, parts=list(base.parts[:d.keep_parts]) + list(req.parts))
+            parts = list(base.parts[:d.keep_parts])
+            sent = req.parts
+            m = len(d.part_patches)
+            for i, p in zip(d.part_patches, sent):
+                parts[i] = p
+            parts += sent[m:]
+            req = replace(req, parts=type(sent)(parts))  # the type the request was read with
         ctx = pipe.context_for(pf, req)
         new = d.segments
         pieces_new = d.pieces or []
         digests_new = d.digests or []
-        if base is not None:
+        valid = -1  # with patches: how many of the base's leading segments the request keeps
+        if base is not None and d.seg_patches:
+            m = len(d.seg_patches)
+            segs, pieces, digests = base.segs.copy(), base.pieces.copy(), base.digests.copy()
+            for i, s, b, dg in zip(d.seg_patches, new, pieces_new, digests_new):
+                segs[i], pieces[i], digests[i] = s, b, dg
+            segs += new[m:]
+            pieces += pieces_new[m:]
+            digests += digests_new[m:]
+            valid = d.seg_patches[0]
+            ends = base.ends[:valid] + list(itertools.accumulate((len(b) >> 2 for b in pieces[valid:]),
+                                                                  initial=base.ends[valid - 1] if valid else 0))[1:]
+            paths = tuple(s.path for s in segs)
+        elif base is not None:
             segs = base.segs + new
             pieces = base.pieces + pieces_new
             ends = base.ends + list(itertools.accumulate((len(b) >> 2 for b in pieces_new),
@@ -307,18 +362,19 @@ class Back:
         own = None
         if d.tip >= 0:
             own = self.tips[d.tip] = _Assembled(req.parts, segs[:-1], pieces[:-1], ends[:-1], digests[:-1], paths[:-1])
-        keys = self._key_source(ctx, segs, digests, base, own) if ctx.needs_keys else None
+        keys = self._key_source(ctx, segs, digests, base, own, valid) if ctx.needs_keys else None
         return req, pf, ctx, Prompt(b"".join(pieces), 4, 1, ends[-1] if ends else 0, segs, ends, (), keys, paths)
 
     @staticmethod
     def _key_source(ctx: Context, segs: list[Segment], digests: list[bytes], base: _Assembled | None,
-                    own: _Assembled | None) -> Callable[[], list[bytes]]:
-        """Chained keys on demand, continuing the base tip's keys when it has them."""
+                    own: _Assembled | None, valid: int = -1) -> Callable[[], list[bytes]]:
+        """Chained keys on demand, continuing the base tip's keys when it has them (only its
+        first ``valid`` keys, when not -1: the segments after those were replaced)."""
 
         def keys() -> list[bytes]:
             if base is not None and base.keys is not None:
-                k = len(base.keys)
-                out = base.keys + chained_keys(segs[k:], ctx, digests[k:], base.keys[-1] if k else b"")
+                k = len(base.keys) if valid < 0 else min(valid, len(base.keys))
+                out = base.keys[:k] + chained_keys(segs[k:], ctx, digests[k:], base.keys[k - 1] if k else b"")
             else:
                 out = chained_keys(segs, ctx, digests)
             if own is not None:

@@ -11,6 +11,7 @@ only for what was added. :class:`PrefixTips` is that memory, shared by the chat 
 from __future__ import annotations
 
 import itertools
+import operator
 from typing import Any, Callable, Generic, Sequence, TypeVar
 
 T = TypeVar("T")
@@ -47,6 +48,23 @@ class PrefixTips(Generic[T]):
             got = d.get((id(seq[j - 1]), j))
             if got is not None and (accept is None or accept(got[1])) and got[0] == seq[:j]:
                 return j, got[1]
+        return None
+
+    def find_patched(self, seq: Sequence[Any], longest: int, most: int) -> tuple[int, T, list[int]] | None:
+        """``(length, value, positions)`` of the longest tip no longer than ``longest`` that
+        ``seq`` starts with but for at most ``most`` items (compared by identity), and those
+        items' positions (ascending); ``None`` if none.
+
+        This finds the tip of a session whose first message changes on every turn (a system
+        prompt that starts with the current time): its last items are the same objects.
+        """
+        d = self._d
+        for j in range(longest, max(0, longest - self.probes), -1):
+            got = d.get((id(seq[j - 1]), j))
+            if got is not None:
+                diff = list(itertools.compress(range(j), map(operator.is_not, got[0], seq[:j])))
+                if len(diff) <= most:
+                    return j, got[1], diff
         return None
 
     def remove(self, seq: Sequence[Any]) -> None:

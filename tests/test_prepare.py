@@ -3,6 +3,7 @@ may run in a forked second process; every path gives the same audit as doing it 
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import replace
 
@@ -19,7 +20,7 @@ from promptcache.model import Part, Request, Source
 from promptcache.pipeline import AuditOptions, audit
 from promptcache.render import FramedFormat, FRAMINGS, Layout
 from promptcache.report.audit_records import audit_record
-from promptcache.tokenize import resolve_tokenizer
+from promptcache.tokenize import _digest, resolve_tokenizer
 
 from conftest import SAMPLES
 
@@ -163,13 +164,15 @@ def test_render_extends_only_when_the_result_is_the_same(layout):
     assert fmt.render(req) == _whole(layout, req)
 
 
-def test_front_and_back_rebuild_each_prompt(small_chunks):
-    """Every assembled prompt equals the prompt of its request rendered and tokenized whole."""
+def _rebuilds(paths: list) -> dict[str, int]:
+    """Assemble every request of ``paths`` through the front and back halves (packed, as
+    between processes) and check each prompt against its request rendered and tokenized whole;
+    returns counts of what was checked."""
     opts = AuditOptions(workers=1)
-    pipe = pipeline_mod.Pipeline(LOGS, opts)
+    pipe = pipeline_mod.Pipeline(paths, opts)
     front, back = prepare_mod.Front(pipe.state), prepare_mod.Back(pipe.state)
-    fresh = pipeline_mod.Pipeline(LOGS, opts)
-    n = 0
+    fresh = pipeline_mod.Pipeline(paths, opts)
+    n = {"checked": 0, "patched": 0, "patched_later": 0, "keyed": 0}
     for chunk in pipe.chunks():
         for d in front.prepare(chunk):
             packed = d.pack()
@@ -184,14 +187,52 @@ def test_front_and_back_rebuild_each_prompt(small_chunks):
             whole_ctx = prepare_mod.Context(pf, ctx.tokenizer)
             segs = whole_ctx.format._whole(req) + [whole_ctx.format._generation]
             assert list(prompt.segments) == segs
-            units = b"".join(whole_ctx.frame(s.head) + b"".join(
-                int(t).to_bytes(4, "little") for t in ctx.tokenizer.encode_batch([s.text])[0]) + whole_ctx.frame(s.tail)
-                for s in segs)
+            ids = [ctx.tokenizer.encode_batch([s.text])[0] for s in segs]
+            units = b"".join(whole_ctx.frame(s.head) + b"".join(int(t).to_bytes(4, "little") for t in x)
+                             + whole_ctx.frame(s.tail) for s, x in zip(segs, ids))
             assert prompt.units == units
             assert prompt.n_tokens == len(units) // 4
-            n += 1
+            assert list(prompt.seg_ends) == list(itertools.accumulate(len(s.head) + len(x) + len(s.tail)
+                                                                      for s, x in zip(segs, ids)))
+            assert prompt.seg_paths == tuple(s.path for s in segs)
+            if ctx.needs_keys:  # keys continue the base tip's (up to its first replaced segment)
+                assert list(prompt.keys()) == prepare_mod.chained_keys(segs, whole_ctx, [_digest(s.text) for s in segs])
+                n["keyed"] += 1
+            n["patched"] += bool(d.seg_patches)
+            n["patched_later"] += bool(d.seg_patches) and d.seg_patches[0] > 0
+            n["checked"] += 1
         back.drop(front.take_dropped())
-    assert n > 100
+    return n
+
+
+def test_front_and_back_rebuild_each_prompt(small_chunks):
+    """Every assembled prompt equals the prompt of its request rendered and tokenized whole."""
+    n = _rebuilds(LOGS)
+    assert n["checked"] > 500 and n["keyed"] > 500
+    # sessions whose system prompt changes every turn (the support bot greets each user by name,
+    # the agent's prompt starts with the time) are sent as their tip with that segment replaced
+    assert n["patched"] > 50
+
+
+def test_a_request_sent_as_its_tip_with_a_later_segment_replaced(tmp_path, small_chunks):
+    """A session whose second message changes every turn: its prompts are sent as the tip with
+    that segment replaced, and the chained keys continue the tip's up to it."""
+    system = "You are a careful assistant. " + "Follow the handbook. " * 120
+    lines = []
+    for sid in range(3):
+        history = []
+        for t in range(6):
+            history.append({"role": "user", "content": f"Question {t} of session {sid}: " + "details " * 30})
+            msgs = [{"role": "system", "content": system},
+                    {"role": "user", "content": f"Profile: plan=pro, turn={t}, session={sid}"}] + history
+            lines.append(json.dumps({"timestamp": f"2026-11-01T10:{sid:02d}:{t:02d}Z",
+                                     "request": {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": msgs}}))
+            history.append({"role": "assistant", "content": f"Answer {t}. " + "words " * 40})
+    log = tmp_path / "profile_turns.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    n = _rebuilds([log])
+    assert n["checked"] == 18 and n["keyed"] == 18
+    assert n["patched_later"] >= 12  # turns 1 to 5 of each session
 
 
 def test_pack_sends_only_the_added_parts():

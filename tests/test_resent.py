@@ -76,6 +76,40 @@ def test_repeated_history_and_tools_are_the_same_objects():
     assert c == orjson.loads(orjson.dumps(s[2]))
 
 
+@pytest.mark.parametrize("writer", ["orjson", "json-default"])
+def test_a_first_message_that_changes_every_turn_keeps_the_rest_reused(writer):
+    """A system prompt that starts with the time differs on every turn: the history after it is
+    found by its bytes after the first message, and only the first message and the turn's new
+    messages are decoded."""
+    dump = WRITERS[writer]
+    dec = ResentLines()
+    s = _session(random.Random(5), 0, 5, volatile=True)
+    prev = None
+    for k, rec in enumerate(s):
+        line = dump(rec)
+        got = dec.loads(line)
+        assert got == orjson.loads(line)
+        msgs = got["request"]["messages"]
+        assert msgs[0]["content"].startswith(f"Time: 12:{k:02d}. ")
+        if k >= 2:  # the first turn's history after its system prompt is under SMALLEST bytes
+            assert all(x is y for x, y in zip(msgs[1:len(prev)], prev[1:]))  # the very objects
+            assert msgs[0] is not prev[0]
+        prev = msgs
+    assert dec.patched == 3 and dec.reused == 3
+
+
+def test_a_changed_first_message_with_a_different_history_is_decoded_whole():
+    """The tail must follow the first message exactly: a history that changed after it too is
+    not taken from the tip."""
+    dec = ResentLines()
+    a, b = _session(random.Random(6), 0, 2, volatile=True)
+    dec.loads(orjson.dumps(a))
+    b["request"]["messages"][1]["content"] += " (edited)"
+    line = orjson.dumps(b)
+    assert dec.loads(line) == orjson.loads(line)
+    assert dec.patched == 0
+
+
 def test_a_retry_with_the_same_history_reuses_it():
     dec = ResentLines()
     s = _session(random.Random(2), 0, 2)

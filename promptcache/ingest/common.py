@@ -268,7 +268,9 @@ class HistoryMemo:
     the hash of that message's JSON. An exact list comparison (C speed; identical items compare
     at once) confirms the whole history; when it fails, each message the tip holds equal is
     still reused on its own (a session whose system prompt carries the time changes one message
-    per turn), and only the others are parsed, through :data:`PARTS`.
+    per turn), and only the others are parsed. The messages of a list that extends no tip (a new
+    session) go through :data:`PARTS`, which finds those of its template; those a turn adds to a
+    tip are parsed directly (they never repeat).
 
     Python equality decides the match, so JSON values Python counts equal (``1``, ``1.0`` and
     ``true``) would match; a log whose re-sent history differs only so gets the earlier parts.
@@ -328,10 +330,11 @@ class HistoryMemo:
         if not n:
             return ()
         k, tip, top = self._find(kind, msgs, n)
-        new: list[tuple[Any, ...]] = []
-        for i in range(k if tip is not None else 0, n):
-            m = msgs[i]
-            new.append(PARTS.get(kind, i, m, lambda: one(i, m)))
+        new: list[tuple[Any, ...]]
+        if tip is not None:  # the turn's new messages: they never repeat, no memo finds them
+            new = [tuple(one(i, msgs[i])) for i in range(k, n)]
+        else:  # a new session: its first messages are those of its template, found in PARTS
+            new = [PARTS.get(kind, i, m, lambda i=i, m=m: one(i, m)) for i, m in enumerate(msgs)]
         added = tuple(p for ps in new for p in ps)
         extends = tip is not None and tip.msgs == msgs[:k]
         if extends and k == n:
@@ -346,8 +349,7 @@ class HistoryMemo:
             per_msg = []
             if tip is not None:  # some messages changed: reuse the parts of those that did not
                 old, old_parts = tip.msgs, tip.per_msg
-                per_msg = [old_parts[i] if old[i] == msgs[i] else PARTS.get(kind, i, msgs[i], lambda i=i: one(i, msgs[i]))
-                           for i in range(k)]
+                per_msg = [old_parts[i] if old[i] == msgs[i] else tuple(one(i, msgs[i])) for i in range(k)]
             per_msg += new
             kept, flat = list(msgs), tuple(p for ps in per_msg for p in ps)
             cost = _cost(flat, n)

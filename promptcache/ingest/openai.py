@@ -90,7 +90,7 @@ def parse_chat(body: Mapping[str, Any]) -> list[Part]:
 
 def _chat_message(i: int, m: Any) -> list[Part]:
     """The parts of one Chat Completions message."""
-    if not isinstance(m, Mapping):
+    if type(m) is not dict and not isinstance(m, Mapping):  # (the ABC check is slow: dicts first)
         raise BadRecord(f"messages[{i}] is not an object")
     role = m.get("role")
     if not isinstance(role, str):
@@ -106,11 +106,12 @@ def _chat_message(i: int, m: Any) -> list[Part]:
     elif content is not None:
         raise BadRecord(f"messages[{i}].content is neither a string nor a list")
     for k, tc in enumerate(require_list(m.get("tool_calls"), f"messages[{i}].tool_calls")):
-        fn = tc.get("function", tc) if isinstance(tc, Mapping) else {}
+        fn = tc.get("function", tc) if type(tc) is dict or isinstance(tc, Mapping) else {}
         parts.append(Part("tool_call", f"messages[{i}].tool_calls[{k}]",
                           stable_json({"name": fn.get("name"), "arguments": fn.get("arguments")}), role, i))
-    if isinstance(m.get("function_call"), Mapping):
-        parts.append(Part("tool_call", f"messages[{i}].function_call", stable_json(m["function_call"]), role, i))
+    fc = m.get("function_call")
+    if fc is not None and isinstance(fc, Mapping):
+        parts.append(Part("tool_call", f"messages[{i}].function_call", stable_json(fc), role, i))
     if not parts:  # empty message: still framed
         parts.append(Part(kind, f"messages[{i}].content", "", role, i))
     return parts

@@ -49,17 +49,37 @@ HISTORY, _HISTORY = _sentinel("history")
 
 class _Tip:
     """A message array decoded before: its bytes from ``[`` up to its last element, its
-    elements, and how many keys deep in the record it was (its elements passed the decoder's
-    depth limit there)."""
+    elements, how many keys deep in the record it was (its elements passed the decoder's
+    depth limit there), and where its first element ends (``t0``: the index of the ``,`` after
+    it in ``raw``, or ``None``).
 
-    __slots__ = ("raw", "msgs", "level", "key")
+    ``key`` indexes the whole bytes; ``tail_key`` the bytes from ``t0`` on (the "tail": every
+    element but the first, after its comma), or is ``None`` when the tail is short or unknown.
+    """
 
-    def __init__(self, raw: bytes, msgs: list[Any], level: int):
+    __slots__ = ("raw", "msgs", "level", "key", "t0", "tail_key")
+
+    def __init__(self, raw: bytes, msgs: list[Any], level: int, t0: int | None = None):
         self.raw = raw
         self.msgs = msgs
         self.level = level
-        p = _level(len(raw))
-        self.key = (p, hash(raw[p - ResentLines.WINDOW:p]))  # p: the largest level at most len(raw)
+        self.key = _window_key(raw, 0, len(raw))
+        self.t0 = t0
+        self.tail_key = None
+        if t0 is not None and len(raw) - t0 >= ResentLines.SMALLEST and raw[t0] == 0x2C:  # ','
+            self.tail_key = _window_key(raw, t0, len(raw))
+
+    def tail(self) -> bytes:
+        """The bytes of every element but the first, from the comma after it."""
+        assert self.t0 is not None
+        return self.raw[self.t0:]
+
+
+def _window_key(raw: bytes, start: int, end: int) -> tuple[int, int]:
+    """``(level, hash of the WINDOW bytes before it)`` for ``raw[start:end]``: the level is the
+    largest one at most its length."""
+    p = _level(end - start)
+    return p, hash(raw[start + p - ResentLines.WINDOW:start + p])
 
 
 class _Value:
@@ -119,6 +139,13 @@ class ResentLines:
     of two, and the hash of their last :attr:`WINDOW` bytes before that level: a new line probes
     the levels below its own length, longest first (its session's tip is one or two levels down),
     and confirms a candidate with an exact byte comparison (``memcmp``).
+
+    A session whose first message changes on every turn (a system prompt that starts with the
+    current time) matches no tip from ``[``. Such a line's first element is decoded on its own
+    to find where it ends, and the tips are looked for again by their bytes after their own first
+    element (their "tail", indexed the same way): a line that holds a tip's tail right after its
+    first element is decoded with the tail cut out, and the tip's messages but the first are put
+    back after the line's own first message.
     Whole values are found by the hash of their first :attr:`WINDOW` bytes, confirmed the same
     way.
 
@@ -148,6 +175,7 @@ class ResentLines:
         self.size = 0  # bytes of the tips kept
         self.value_limit = values
         self._index: dict[tuple[int, int], list[_Tip]] = {}
+        self._tails: dict[tuple[int, int], list[_Tip]] = {}
         self._lru: OrderedDict[int, _Tip] = OrderedDict()
         self._values: dict[tuple[str, int], list[_Value]] = {}
         self._value_lru: OrderedDict[int, tuple[tuple[str, int], _Value]] = OrderedDict()
@@ -158,8 +186,10 @@ class ResentLines:
         self._after = {k: self.AFTER_CHECK for k in self.VALUE_KEYS}
         self._compact = True
         self._misses = 0
-        #: Lines decoded with a tip's bytes cut out / without.
+        #: Lines decoded with a tip's bytes cut out (of which: its tail, after a new first
+        #: message) / without.
         self.reused = 0
+        self.patched = 0
         self.whole = 0
 
     def loads(self, line: bytes) -> Any:
@@ -186,6 +216,8 @@ class ResentLines:
         # the message history: extend a tip, or start one
         m, a = _key_at(line, self.MARKER, 0, n)
         tip = None
+        e0 = None  # where the line's first message ends (the ',' after it), when looked for
+        patched = False  # the tip's tail follows the line's own first message
         after = 0  # values are looked for before the marker, then from here on
         if a >= 0 and line[a] == 0x5B and n - a >= self.SMALLEST:  # '['
             tip = self._find(line, a)
@@ -198,6 +230,19 @@ class ResentLines:
                     after = q
                 else:
                     tip = None
+            if tip is None:
+                e0 = self._first_end(line, a)
+                tip = self._find_tail(line, e0) if e0 is not None else None
+                if tip is not None:
+                    q = e0 + len(tip.raw) - tip.t0  # type: ignore[operator]
+                    while q < n and line[q] in _WS:
+                        q += 1
+                    if q < n and line[q] in b",]":
+                        cuts.append((e0 + 1, q, _HISTORY))
+                        after = q
+                        patched = True
+                    else:
+                        tip = None
             if tip is None:
                 j = a + 1
                 while j < n and line[j] in _WS:
@@ -255,24 +300,35 @@ class ResentLines:
         if place is None:
             return None
         node = place[0][place[1]]
+        if node[1 if patched else 0] != HISTORY:
+            return None
         level = len(self._paths["messages"])
+        t0 = None
         if tip is not None:
             if level != tip.level:
                 return None  # its messages were checked against the depth limit at another level
             self.reused += 1
-            if line[after] == 0x5D:  # ']': the same history (a retry)
+            if patched:
+                self.patched += 1
+                end = after if line[after] == 0x5D else self._end(line, after + 1, node[2:])
+                node[1:2] = tip.msgs[1:]
+                t0 = e0 - a  # type: ignore[operator]
+            elif line[after] == 0x5D:  # ']': the same history (a retry)
                 node[0:1] = tip.msgs
                 self._lru.move_to_end(id(tip))
                 return rec
-            end = self._end(line, after + 1, node[1:])
-            node[0:1] = tip.msgs
+            else:
+                end = self._end(line, after + 1, node[1:])
+                node[0:1] = tip.msgs
+                t0 = tip.t0
             self._forget(tip)
         else:
             self.whole += 1
             del node[0]
             end = self._end(line, a + 1, node) if node else None
+            t0 = None if e0 is None else e0 - a
         if end is not None:
-            self._keep(_Tip(line[a:end].rstrip(_WS), list(node), level))
+            self._keep(_Tip(line[a:end].rstrip(_WS), list(node), level, t0))
         return rec
 
     # -- tips -------------------------------------------------------------------------------
@@ -291,9 +347,38 @@ class ResentLines:
                         return tip
         return None
 
+    def _first_end(self, line: bytes, a: int) -> int | None:
+        """The index of the ``,`` after the first element of the array whose ``[`` is at ``a``,
+        or ``None`` (no second element, or none that the tails may be searched for)."""
+        v = a + 1
+        n = len(line)
+        while v < n and line[v] in _WS:
+            v += 1
+        if v >= n or line[v] == 0x5D:  # ']': empty
+            return None
+        e = _value_end(line, v)
+        if e is None or n - e < self.SMALLEST or line[e] != 0x2C:  # ','
+            return None
+        return e
+
+    def _find_tail(self, line: bytes, e0: int) -> _Tip | None:
+        """A tip whose tail ``line`` holds at ``e0`` (the ``,`` after its first element): the
+        newest of those in the longest length class that has one."""
+        w = self.WINDOW
+        tails = self._tails
+        for p in _levels(len(line) - e0, self.SMALLEST):
+            bucket = tails.get((p, hash(line[e0 + p - w:e0 + p])))
+            if bucket is not None:
+                for tip in reversed(bucket):
+                    if line.startswith(tip.tail(), e0):
+                        return tip
+        return None
+
     def _keep(self, tip: _Tip) -> None:
         lru = self._lru
         self._index.setdefault(tip.key, []).append(tip)
+        if tip.tail_key is not None:
+            self._tails.setdefault(tip.tail_key, []).append(tip)
         lru[id(tip)] = tip
         self.size += len(tip.raw)
         while len(lru) > self.limit or self.size > self.budget:
@@ -303,10 +388,13 @@ class ResentLines:
         if self._lru.pop(id(tip), None) is None:
             return
         self.size -= len(tip.raw)
-        bucket = self._index[tip.key]
-        bucket.remove(tip)
-        if not bucket:
-            del self._index[tip.key]
+        for index, key in ((self._index, tip.key), (self._tails, tip.tail_key)):
+            if key is None:
+                continue
+            bucket = index[key]
+            bucket.remove(tip)
+            if not bucket:
+                del index[key]
 
     def _end(self, line: bytes, start: int, elems: list[Any]) -> int | None:
         """The index of the ``]`` that closes the array whose elements ``elems`` the line holds
@@ -399,7 +487,9 @@ def _key_at(line: bytes, name: bytes, start: int, end: int) -> tuple[int, int]:
 
 
 def _starts_history(x: Any) -> bool:
-    return isinstance(x, list) and bool(x) and x[0] == HISTORY
+    """Whether ``x`` is the message array with the history sentinel first or second (after a
+    first message decoded from the line)."""
+    return isinstance(x, list) and bool(x) and (x[0] == HISTORY or (len(x) > 1 and x[1] == HISTORY))
 
 
 def _value_end(line: bytes, v: int, array: bool = False) -> int | None:
