@@ -71,3 +71,57 @@ def test_fast_batch_encoder_gives_tiktokens_ids(name):
     enc = load_encoding(name)
     assert tok.encode_batch(texts) == [enc.encode_ordinary(t) for t in texts]
     assert tok.encode_batch_bytes(texts) == [np.asarray(enc.encode_ordinary(t), "<u4").tobytes() for t in texts]
+
+
+CUT_PIECES = ["Rule", " one", " One", "\n", "\r\n", " \n", "\n\n", ".\n", "!\n/", "\n/", "\n ", "\n\t", "\u00a0\n",
+              "\n#", "\n-", "\n'", "'s", " 's", "\n's", "\n123", "4567", " 89", "\n日本", " 日本", "\u2028", "\x1c", "\n\u00a0",
+              "naïve", " naïve", "🙂", "  ", "   x", ":\n", "\n*", "\n>", "\n{", "\"k\": 1", "\n\"", "\n_x", "\n~", "x/y",
+              "\n.", "?!\n\n#", " ABCdef", " McDonald", "I'm", " don't", "(", ") ", ", ", "...", " a", "\t b", "\u00a0b"]
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_a_text_tokenizes_as_its_two_sides_at_any_place_it_may_be_cut(name):
+    """The property ``text_chunks`` rests on: at every place it may cut a text (after a newline
+    before printable ASCII other than the space and "/", or before a space between printable
+    ASCII and an ASCII letter), tiktoken's ids of the whole text are the ids of its two sides,
+    concatenated."""
+    import random
+
+    from promptcache.tokenize import _CUT
+
+    enc = load_encoding(name)
+    rng = random.Random(7)
+    cuts = 0
+    for _ in range(600):
+        text = "".join(rng.choice(CUT_PIECES) for _ in range(rng.randint(1, 30)))
+        whole = enc.encode_ordinary(text)
+        for m in _CUT.finditer(text):
+            p = m.end()
+            assert enc.encode_ordinary(text[:p]) + enc.encode_ordinary(text[p:]) == whole, (text, p)
+            cuts += 1
+    assert cuts > 3000
+    # a cut it must not make: o200k_base joins the newlines after punctuation to a following "/"
+    if name == "o200k_base":
+        assert enc.encode_ordinary("a.\n/b") != enc.encode_ordinary("a.\n") + enc.encode_ordinary("/b")
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_memo_tokenizes_a_long_text_whose_start_changed_only_at_its_start(name):
+    from promptcache.tokenize import text_chunks
+
+    tok = resolve_tokenizer(name, default=None, model=None)
+    memo = TokenMemo(tok)
+    body = "".join(f"Rule {i}: every reply must cite rule {i} when it applies, in full. " for i in range(400))
+    first = f"Current time: 2026-11-30T10:00:00Z. Hello Ann. {body}"
+    second = f"Current time: 2026-11-30T10:00:07Z. Hello Bartholomew. {body}"  # another length
+    enc = load_encoding(name)
+    assert len(text_chunks(first)) > 5
+    got = memo.encode([first])[0]
+    assert bytes_to_ids(got) == enc.encode_ordinary(first)
+    before = memo.tokenized_chars
+    got = memo.encode([second])[0]
+    assert bytes_to_ids(got) == enc.encode_ordinary(second)
+    assert memo.tokenized_chars - before <= 2 * 4096  # only the first chunk (or two)
+    assert memo.misses == 2  # each whole text is a miss once, then a hit
+    memo.encode([second])
+    assert memo.hits == 1

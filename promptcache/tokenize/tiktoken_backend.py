@@ -133,6 +133,9 @@ class TiktokenTokenizer:
         self.exact = exact
         self.note = note
         self._threads = max(1, os.cpu_count() or 1)
+        #: Whether a text's ids are those of its chunks (:func:`~promptcache.tokenize.text_chunks`):
+        #: true of these encodings' regex pre-tokenizers.
+        self.splits_at_cuts = encoding in ("o200k_base", "cl100k_base")
         self._fast = _fast_encoder(encoding) if encoding in ("o200k_base", "cl100k_base") else None
         if self._fast is None:
             self.enc  # noqa: B018 - fail now (no vocabulary) rather than mid-audit
