@@ -581,7 +581,9 @@ def price(outcomes: Sequence[Outcome], rules: Mapping[str, CacheRules], book: Pr
     scen = {s: ScenarioTotals() for s in SCENARIOS}
     nss: dict[str, dict[str, ScenarioTotals]] = {}
     for o in outcomes:
-        per = nss.setdefault(o.namespace, {s: ScenarioTotals() for s in ("no_cache", "simulated", "ideal")})
+        per = nss.get(o.namespace)
+        if per is None:
+            per = nss[o.namespace] = {s: ScenarioTotals() for s in ("no_cache", "simulated", "ideal")}
         for name, (n, cached, w, cost) in request_costs(o, rules, book).items():
             scen[name].add(n, cached, w, cost)
             if name in per:

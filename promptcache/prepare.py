@@ -37,7 +37,7 @@ from .model import Part, Request, Segment
 from .render import FramedFormat, make_format
 from .simulate import Prompt
 from .simulate.rules import ProviderFile
-from .tips import PrefixTips
+from .tips import PATCHES, PrefixTips
 from .tokenize import TokenMemo, Tokenizer
 
 CHUNK = 512  # requests rendered and tokenized per batch
@@ -47,9 +47,6 @@ TIP_PROBES = 24  # how many segments shorter than a request a tip it extends may
 # hit rate stops rising at 1024 (0.721 at 256, 0.745 at 512, 0.763 from 1024 up); a log with
 # more sessions live at once loses speed, never results.
 TIPS = 1024
-#: Segments a request may differ in from the tip it extends, and still be sent as that tip with
-#: those segments replaced (a session whose system prompt holds the current time differs in one).
-PATCHES = 4
 QUEUE_CHUNKS = 4  # prepared chunks either process holds ahead of the other
 
 
@@ -176,7 +173,8 @@ class Delta:
             sent = parts[self.keep_parts:]
             if self.part_patches:
                 sent = type(parts)([parts[i] for i in self.part_patches] + list(sent))
-            return replace(self, request=replace(self.request, parts=sent), packed=True)
+            return Delta(replace(self.request, parts=sent), self.base, self.keep_parts, self.segments, self.pieces,
+                         self.digests, self.tip, True, self.seg_patches, self.part_patches)
         return self
 
 

@@ -16,6 +16,11 @@ from typing import Any, Callable, Generic, Sequence, TypeVar
 
 T = TypeVar("T")
 
+#: Items a sequence may differ in from a tip (by identity) and still be built as that tip with
+#: those items replaced (:meth:`PrefixTips.find_patched`): a session whose system prompt holds
+#: the current time differs from its previous turn in one part and one segment.
+PATCHES = 4
+
 
 class PrefixTips(Generic[T]):
     """Sequences kept with a value each, found by their last item's identity and length and

@@ -71,7 +71,10 @@ class Rates:
     def _unit_prices(self, total: int) -> tuple[Decimal, Decimal, Decimal, Decimal]:
         """(input, cache read, 5-minute write, 1-hour write) USD per million tokens for a request
         of ``total`` prompt tokens: genai-prices' ``calc_unit_price`` applies the tier (a cliff on
-        the total), memoized per tier."""
+        the total), memoized per tier (and at once for untiered prices)."""
+        flat = self.__dict__.get("_flat")
+        if flat is not None:
+            return flat
         from genai_prices.types import calc_unit_price
 
         tier = sum(1 for v in (self.input, self.cache_read, self.cache_write, self.cache_write_1h)
@@ -83,6 +86,8 @@ class Rates:
             write = self.cache_write if self.cache_write is not None else self.input
             write_1h = self.cache_write_1h if self.cache_write_1h is not None else write
             got = cache[tier] = tuple(Decimal(calc_unit_price(p, MTOK, total, MTOK)) for p in (self.input, read, write, write_1h))
+            if not any(getattr(v, "tiers", None) for v in (self.input, self.cache_read, self.cache_write, self.cache_write_1h)):
+                self.__dict__["_flat"] = got
         return got
 
     def base(self, attr: str) -> Decimal | None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ..model import Part, Request, Segment
-from ..tips import PrefixTips
+from ..tips import PATCHES, PrefixTips
 from ..tokenize.base import Tokenizer
 
 SECTIONS = ("params", "tools", "system", "messages")
@@ -129,7 +129,7 @@ class FramedFormat:
         self._segs: dict[tuple[int, tuple[int, ...], tuple[int, ...]], tuple[Part, Segment]] = {}
         # Requests rendered last ("tips"): a request whose parts extend a tip's (the next turn of
         # an agent session) renders only the parts it adds. Value: (rendered params, segments).
-        self._tips: PrefixTips[tuple[str | None, list[Segment]]] = PrefixTips(self.PROBES, self.TIPS)
+        self._tips: PrefixTips[tuple[str | None, list[Segment], Sequence[Part]]] = PrefixTips(self.PROBES, self.TIPS)
         self._generation = Segment("<generation-prompt>", "frame", "", self.ids(framing.generation))
         self._appends = bool(layout.order) and layout.order[-1] == "messages"
 
@@ -184,22 +184,56 @@ class FramedFormat:
         tips = self._tips
         segs: list[Segment] | None = None
         found = tips.find(parts, accept=lambda t: t[0] == ptext) if self._appends and n else None
+        tip_segs: list[Segment] | None = None
         if found is not None:
-            j, (_, tip_segs) = found
+            j, (_, tip_segs, _) = found
             if j == n:
                 return tip_segs + [self._generation]
+        elif self._appends and n:
+            tip_segs, j = self._patched(parts, ptext)
+        if tip_segs is not None and j < n:
             added = parts[j:]
             first = added[0]
             # the added parts must all land at the end, each message under its own header
             if not (any(p.kind == "tool" for p in added) or (first.message is not None and first.message == parts[j - 1].message)
                     or (first.kind == "system" and all(p.kind in ("tool", "system") for p in parts[:j]))):
                 segs = tip_segs + self._messages(added)
-                tips.remove(parts[:j])  # the session moved on: this request is its tip now
-        if segs is None:
+        elif tip_segs is not None:
+            segs = tip_segs
+        if segs is not None:
+            tips.remove(parts[:j])  # the session moved on: this request is its tip now
+        else:
             segs = self._whole(req)
         if n:
-            tips.add(parts, (ptext, segs))
+            tips.add(parts, (ptext, segs, parts))
         return segs + [self._generation]
+
+    def _patched(self, parts: Sequence[Part], ptext: str | None) -> tuple[list[Segment] | None, int]:
+        """``(segments, length)`` of the longest tip that ``parts`` lead but for a few parts
+        (:data:`PATCHES`), with the segments of those parts rebuilt from the new ones; ``(None,
+        0)`` when there is none, or when a changed part would be framed otherwise (another
+        path, kind, role or message).
+
+        A session whose system prompt starts with the current time changes that one part on
+        every turn: its segments are the tip's with that one replaced, as a whole render gives.
+        """
+        got = self._tips.find_patched(parts, len(parts), PATCHES)
+        if got is None:
+            return None, 0
+        j, (tip_ptext, tip_segs, tip_parts), diff = got
+        if tip_ptext != ptext:
+            return None, 0
+        segs = list(tip_segs)
+        for i in diff:
+            old, new = tip_parts[i], parts[i]
+            if (old.kind, old.path, old.role, old.message) != (new.kind, new.path, new.role, new.message):
+                return None, 0
+            k = next((k for k, sg in enumerate(tip_segs) if sg.text is old.text and sg.path == old.path), None)
+            if k is None:
+                return None, 0
+            sg = tip_segs[k]
+            segs[k] = self._segment(new, sg.head, sg.tail, sg.role is not None or sg.message is not None)
+        return segs, j
 
     def _whole(self, req: Request) -> list[Segment]:
         """Segments of every section of a request, without the generation prompt."""
