@@ -183,3 +183,17 @@ def test_reused_content_is_held_to_the_depth_limit():
         orjson.loads(t2)
     with pytest.raises(orjson.JSONDecodeError):
         dec.loads(t2)
+
+
+def test_a_log_that_spells_a_sentinel_is_decoded_whole():
+    """The cuts are marked with strings that start with a NUL character; a line that holds one
+    itself (JSON writes it as \\u0000) is decoded as orjson decodes it."""
+    from promptcache.ingest.resent import HISTORY
+
+    dec = ResentLines()
+    msgs = [{"role": "system", "content": "x" * 2000}, {"role": "user", "content": "hi"}]
+    for rec in ({"a": [HISTORY], "messages": msgs}, {"metadata": {"tags": [HISTORY]}, "request": {"messages": msgs}},
+                {"messages": msgs + [{"role": "user", "content": HISTORY}]}):
+        line = orjson.dumps(rec)
+        assert b"\\u0000" in line
+        assert dec.loads(line) == orjson.loads(line) == rec

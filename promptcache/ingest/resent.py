@@ -39,7 +39,9 @@ MAX_DEPTH = 1024
 
 
 def _sentinel(name: str) -> tuple[str, bytes]:
-    """A string no log holds (it starts with a NUL character), and its JSON."""
+    """A string that marks a cut (it starts with a NUL character), and its JSON. A line that
+    holds a NUL character (``\\u0000``, the only way JSON writes it) is decoded whole, so a
+    sentinel found in a record is always one the cuts put there."""
     s = f"\x00promptcache:{name}\x00"
     return s, orjson.dumps(s)
 
@@ -211,6 +213,8 @@ class ResentLines:
 
     def _loads(self, line: bytes) -> Any:
         """The record, or ``None`` to decode the line whole."""
+        if b"\\u0000" in line:
+            return None  # it may spell a sentinel (JSON writes the NUL character only so)
         n = len(line)
         cuts: list[tuple[int, int, bytes]] = []  # (start, end, replacement), not overlapping
         # the message history: extend a tip, or start one
