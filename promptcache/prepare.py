@@ -69,8 +69,8 @@ class Context:
         tokenizer: the tokenizer.
         format: the chat format (:func:`~promptcache.render.make_format`).
         memo: token ids of texts seen before.
-        units: framed unit bytes and text digest per segment object (segments repeat as the
-            same objects across requests); each entry keeps its segment alive.
+        units: framed unit bytes per segment object (segments repeat as the same objects across
+            requests); each entry keeps its segment alive.
         needs_keys: whether the rules key cache entries by the prompt up to each segment
             (breakpoint and boundary caches).
         appends: whether requests can extend earlier ones' segments (framed formats; a chat
@@ -85,7 +85,7 @@ class Context:
         # text memo finds beyond that is recent (on the benchmark log, 64 MB found 1.5% more)
         self.memo = TokenMemo(tokenizer, budget_bytes=16 * 2**20)
         self._frame_bytes: dict[tuple[int, ...], bytes] = {}
-        self.units: dict[int, tuple[Segment, bytes, bytes]] = {}
+        self.units: dict[int, tuple[Segment, bytes]] = {}
         self.needs_keys = any(m.get("mode") != "prefix" for _, m in pf.models)
         self.appends = isinstance(self.format, FramedFormat)
         self.dropped: list[int] = []  # ids of tips let go, for the back half to forget
@@ -119,13 +119,15 @@ class Context:
         return True
 
 
-def chained_keys(segs: Sequence[Segment], ctx: Context, digests: Sequence[bytes], start: bytes = b"") -> list[bytes]:
-    """Chained 16-byte digests of a prompt up to the end of each segment (framing and text),
-    continuing from ``start`` (the key of the segment before ``segs[0]``; empty at the start)."""
+def chained_keys(pieces: Sequence[bytes], start: bytes = b"") -> list[bytes]:
+    """Chained 16-byte BLAKE2b digests of a prompt up to the end of each segment, from each
+    segment's framed unit bytes (``pieces``: framing and token ids; byte-level BPE encodes
+    different texts to different ids), continuing from ``start`` (the key of the segment before
+    ``pieces[0]``; empty at the start)."""
     keys: list[bytes] = []
     h = start
-    for s, d in zip(segs, digests):
-        h = hashlib.blake2b(h + ctx.frame(s.head) + d + ctx.frame(s.tail), digest_size=16).digest()
+    for b in pieces:
+        h = hashlib.blake2b(h + b, digest_size=16).digest()
         keys.append(h)
     return keys
 
@@ -147,7 +149,6 @@ class Delta:
         segments: its segments at ``seg_patches`` (replacing the tip's there), then those after
             the tip's (all of them when ``base`` is -1).
         pieces: framed unit bytes of each of ``segments`` (little-endian uint32 token ids).
-        digests: text digest of each of ``segments``.
         tip: the id it is kept under for later requests, or -1.
         packed: whether ``request`` holds only the parts at ``part_patches`` and after
             ``keep_parts``.
@@ -160,7 +161,6 @@ class Delta:
     keep_parts: int = 0
     segments: list[Segment] | None = None
     pieces: list[bytes] | None = None
-    digests: list[bytes] | None = None
     tip: int = -1
     packed: bool = False
     seg_patches: tuple[int, ...] = ()
@@ -174,7 +174,7 @@ class Delta:
             if self.part_patches:
                 sent = type(parts)([parts[i] for i in self.part_patches] + list(sent))
             return Delta(replace(self.request, parts=sent), self.base, self.keep_parts, self.segments, self.pieces,
-                         self.digests, self.tip, True, self.seg_patches, self.part_patches)
+                         self.tip, True, self.seg_patches, self.part_patches)
         return self
 
 
@@ -253,16 +253,14 @@ class Front:
             ctxs.append(ctx)
         for ctx, new_segs in todo.values():  # one tokenizer batch per context, only for segments not seen
             segs_new = list(new_segs.values())
-            ids, digests = ctx.memo.encode_keyed([s.text for s in segs_new])
-            for s, tb, dg in zip(segs_new, ids, digests):
-                ctx.units[id(s)] = (s, ctx.frame(s.head) + tb + ctx.frame(s.tail), dg)
+            ids = ctx.memo.encode([s.text for s in segs_new])
+            for s, tb in zip(segs_new, ids):
+                ctx.units[id(s)] = (s, ctx.frame(s.head) + tb + ctx.frame(s.tail))
         for d, c in zip(out, ctxs):
             if c is None or d.segments is None:
                 continue
             cache = c.units
-            entries = [cache[id(s)] for s in d.segments]
-            d.pieces = [e[1] for e in entries]
-            d.digests = [e[2] for e in entries]
+            d.pieces = [cache[id(s)][1] for s in d.segments]
         for ctx in {id(c): c for c, _ in todo.values()}.values():
             if len(ctx.units) > UNITS_CACHE:  # evict after the chunk is assembled, oldest half first
                 for k in list(itertools.islice(ctx.units, len(ctx.units) - UNITS_CACHE // 2)):
@@ -271,18 +269,17 @@ class Front:
 
 
 class _Assembled:
-    """A tip as the back half keeps it: parts, segments, pieces, token ends, digests, paths
-    (all but the last segment), and the chained keys once computed."""
+    """A tip as the back half keeps it: parts, segments, pieces, token ends, paths (all but the
+    last segment), and the chained keys once computed."""
 
-    __slots__ = ("parts", "segs", "pieces", "ends", "digests", "paths", "keys")
+    __slots__ = ("parts", "segs", "pieces", "ends", "paths", "keys")
 
     def __init__(self, parts: Sequence[Part], segs: list[Segment], pieces: list[bytes], ends: list[int],
-                 digests: list[bytes], paths: tuple[str, ...]):
+                 paths: tuple[str, ...]):
         self.parts = parts
         self.segs = segs
         self.pieces = pieces
         self.ends = ends
-        self.digests = digests
         self.paths = paths
         self.keys: list[bytes] | None = None
 
@@ -330,16 +327,14 @@ class Back:
         ctx = pipe.context_for(pf, req)
         new = d.segments
         pieces_new = d.pieces or []
-        digests_new = d.digests or []
         valid = -1  # with patches: how many of the base's leading segments the request keeps
         if base is not None and d.seg_patches:
             m = len(d.seg_patches)
-            segs, pieces, digests = base.segs.copy(), base.pieces.copy(), base.digests.copy()
-            for i, s, b, dg in zip(d.seg_patches, new, pieces_new, digests_new):
-                segs[i], pieces[i], digests[i] = s, b, dg
+            segs, pieces = base.segs.copy(), base.pieces.copy()
+            for i, s, b in zip(d.seg_patches, new, pieces_new):
+                segs[i], pieces[i] = s, b
             segs += new[m:]
             pieces += pieces_new[m:]
-            digests += digests_new[m:]
             valid = d.seg_patches[0]
             ends = base.ends[:valid] + list(itertools.accumulate((len(b) >> 2 for b in pieces[valid:]),
                                                                   initial=base.ends[valid - 1] if valid else 0))[1:]
@@ -349,32 +344,30 @@ class Back:
             pieces = base.pieces + pieces_new
             ends = base.ends + list(itertools.accumulate((len(b) >> 2 for b in pieces_new),
                                                          initial=base.ends[-1] if base.ends else 0))[1:]
-            digests = base.digests + digests_new
             paths = base.paths + tuple(s.path for s in new)
         else:
             segs = new
             pieces = pieces_new
             ends = list(itertools.accumulate(len(b) >> 2 for b in pieces))
-            digests = digests_new
             paths = tuple(s.path for s in segs)
         own = None
         if d.tip >= 0:
-            own = self.tips[d.tip] = _Assembled(req.parts, segs[:-1], pieces[:-1], ends[:-1], digests[:-1], paths[:-1])
-        keys = self._key_source(ctx, segs, digests, base, own, valid) if ctx.needs_keys else None
+            own = self.tips[d.tip] = _Assembled(req.parts, segs[:-1], pieces[:-1], ends[:-1], paths[:-1])
+        keys = self._key_source(pieces, base, own, valid) if ctx.needs_keys else None
         return req, pf, ctx, Prompt(b"".join(pieces), 4, 1, ends[-1] if ends else 0, segs, ends, (), keys, paths)
 
     @staticmethod
-    def _key_source(ctx: Context, segs: list[Segment], digests: list[bytes], base: _Assembled | None,
-                    own: _Assembled | None, valid: int = -1) -> Callable[[], list[bytes]]:
+    def _key_source(pieces: list[bytes], base: _Assembled | None, own: _Assembled | None,
+                    valid: int = -1) -> Callable[[], list[bytes]]:
         """Chained keys on demand, continuing the base tip's keys when it has them (only its
         first ``valid`` keys, when not -1: the segments after those were replaced)."""
 
         def keys() -> list[bytes]:
             if base is not None and base.keys is not None:
                 k = len(base.keys) if valid < 0 else min(valid, len(base.keys))
-                out = base.keys[:k] + chained_keys(segs[k:], ctx, digests[k:], base.keys[k - 1] if k else b"")
+                out = base.keys[:k] + chained_keys(pieces[k:], base.keys[k - 1] if k else b"")
             else:
-                out = chained_keys(segs, ctx, digests)
+                out = chained_keys(pieces)
             if own is not None:
                 own.keys = out[:-1]
             return out

@@ -20,7 +20,7 @@ from promptcache.model import Part, Request, Source
 from promptcache.pipeline import AuditOptions, audit
 from promptcache.render import FramedFormat, FRAMINGS, Layout
 from promptcache.report.audit_records import audit_record
-from promptcache.tokenize import _digest, resolve_tokenizer
+from promptcache.tokenize import resolve_tokenizer
 
 from conftest import SAMPLES
 
@@ -188,15 +188,16 @@ def _rebuilds(paths: list) -> dict[str, int]:
             segs = whole_ctx.format._whole(req) + [whole_ctx.format._generation]
             assert list(prompt.segments) == segs
             ids = [ctx.tokenizer.encode_batch([s.text])[0] for s in segs]
-            units = b"".join(whole_ctx.frame(s.head) + b"".join(int(t).to_bytes(4, "little") for t in x)
-                             + whole_ctx.frame(s.tail) for s, x in zip(segs, ids))
+            pieces = [whole_ctx.frame(s.head) + b"".join(int(t).to_bytes(4, "little") for t in x) + whole_ctx.frame(s.tail)
+                      for s, x in zip(segs, ids)]
+            units = b"".join(pieces)
             assert prompt.units == units
             assert prompt.n_tokens == len(units) // 4
             assert list(prompt.seg_ends) == list(itertools.accumulate(len(s.head) + len(x) + len(s.tail)
                                                                       for s, x in zip(segs, ids)))
             assert prompt.seg_paths == tuple(s.path for s in segs)
             if ctx.needs_keys:  # keys continue the base tip's (up to its first replaced segment)
-                assert list(prompt.keys()) == prepare_mod.chained_keys(segs, whole_ctx, [_digest(s.text) for s in segs])
+                assert list(prompt.keys()) == prepare_mod.chained_keys(pieces)
                 n["keyed"] += 1
             n["patched"] += bool(d.seg_patches)
             n["patched_later"] += bool(d.seg_patches) and d.seg_patches[0] > 0

@@ -193,7 +193,8 @@ def test_a_log_that_spells_a_sentinel_is_decoded_whole():
     dec = ResentLines()
     msgs = [{"role": "system", "content": "x" * 2000}, {"role": "user", "content": "hi"}]
     for rec in ({"a": [HISTORY], "messages": msgs}, {"metadata": {"tags": [HISTORY]}, "request": {"messages": msgs}},
-                {"messages": msgs + [{"role": "user", "content": HISTORY}]}):
+                {"messages": msgs + [{"role": "user", "content": HISTORY}]},
+                {"tools": [[HISTORY, "y" * 1200]], "messages": msgs}, {"messages": msgs, "tools": [[HISTORY, "z" * 1200]]}):
         line = orjson.dumps(rec)
         assert b"\\u0000" in line
         assert dec.loads(line) == orjson.loads(line) == rec

@@ -39,14 +39,18 @@ MAX_DEPTH = 1024
 
 
 def _sentinel(name: str) -> tuple[str, bytes]:
-    """A string that marks a cut (it starts with a NUL character), and its JSON. A line that
-    holds a NUL character (``\\u0000``, the only way JSON writes it) is decoded whole, so a
-    sentinel found in a record is always one the cuts put there."""
+    """A string that marks a cut (it starts with a NUL character), and its JSON. Bytes that hold
+    a NUL character (``\\u0000``, the only way JSON writes it) are decoded whole, never cut nor
+    kept: the bytes a cut replaces were checked when they were first decoded, and the rest of
+    the line before decoding, so a sentinel found in a record is always one a cut put there."""
     s = f"\x00promptcache:{name}\x00"
     return s, orjson.dumps(s)
 
 
 HISTORY, _HISTORY = _sentinel("history")
+#: How JSON writes the NUL character every sentinel starts with: bytes that hold it are never
+#: decoded with cuts (their record could hold a sentinel of its own), nor kept to be reused.
+_NUL = b"\\u0000"
 
 
 class _Tip:
@@ -213,8 +217,6 @@ class ResentLines:
 
     def _loads(self, line: bytes) -> Any:
         """The record, or ``None`` to decode the line whole."""
-        if b"\\u0000" in line:
-            return None  # it may spell a sentinel (JSON writes the NUL character only so)
         n = len(line)
         cuts: list[tuple[int, int, bytes]] = []  # (start, end, replacement), not overlapping
         # the message history: extend a tip, or start one
@@ -286,9 +288,13 @@ class ResentLines:
         pieces: list[Any] = []
         pos = 0
         for s, e, rep in cuts:
+            if line.find(_NUL, pos, s) >= 0:
+                return None
             pieces.append(view[pos:s])
             pieces.append(rep)
             pos = e
+        if line.find(_NUL, pos) >= 0:
+            return None
         pieces.append(view[pos:])
         rec = orjson.loads(b"".join(pieces))
         for key, got in found:
@@ -433,6 +439,8 @@ class ResentLines:
         if end is None:
             return None
         raw = line[v:end]
+        if _NUL in raw:
+            return None
         got = _Value(raw, orjson.loads(raw))
         lru = self._value_lru
         if len(lru) >= self.value_limit:

@@ -1,14 +1,13 @@
 """Tokenizers (tiktoken, Hugging Face, documented approximations) and the per-segment memo.
 
 Real logs repeat the same system prompt and tool list thousands of times: each distinct segment
-text is tokenized once, keyed by a 128-bit BLAKE2b digest of its UTF-8 bytes, exactly as a KV
+text is tokenized once, found again by the text itself (a hit compares the strings), as a KV
 cache memoizes attention keys and values. Token ids are stored as little-endian uint32 bytes,
 the form the prefix index compares.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections import OrderedDict
 from pathlib import Path
@@ -37,10 +36,6 @@ def ids_to_bytes(ids: Sequence[int]) -> bytes:
 def bytes_to_ids(b: bytes) -> list[int]:
     """Little-endian uint32 bytes → token ids."""
     return np.frombuffer(b, dtype="<u4").tolist()
-
-
-def _digest(text: str) -> bytes:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 #: Where a text may be cut for tokenizers that split there (see :func:`text_chunks`): after a
@@ -101,8 +96,8 @@ class TokenMemo:
 
     def __init__(self, tokenizer: Tokenizer, budget_bytes: int = 64 * 2**20):
         self.tokenizer = tokenizer
-        self._ids: OrderedDict[bytes, bytes] = OrderedDict()
-        self.budget = budget_bytes  # token bytes kept; the oldest entries go first
+        self._ids: OrderedDict[str, bytes] = OrderedDict()
+        self.budget = budget_bytes  # bytes of token ids and texts kept; the oldest entries go first
         self.size = 0
         self.hits = 0
         self.misses = 0
@@ -115,11 +110,6 @@ class TokenMemo:
 
     def __len__(self) -> int:
         return len(self._ids)
-
-    def encode(self, texts: Sequence[str]) -> list[bytes]:
-        """Token bytes of each text (uint32 little-endian), tokenizing only unseen texts, in one
-        batch (the backend spreads a batch over all cores)."""
-        return self.encode_keyed(texts)[0]
 
     def _encode(self, texts: list[str]) -> list[bytes]:
         """Token bytes of each text, from the backend (one batch)."""
@@ -165,30 +155,32 @@ class TokenMemo:
             self._chunk_size -= len(b) + len(c)
         return out
 
-    def encode_keyed(self, texts: Sequence[str]) -> tuple[list[bytes], list[bytes]]:
-        """Like :meth:`encode`, also returning each text's 16-byte digest."""
-        keys = [_digest(t) for t in texts]
+    def encode(self, texts: Sequence[str]) -> list[bytes]:
+        """Token bytes of each text (uint32 little-endian), tokenizing only unseen texts, in one
+        batch (the backend spreads a batch over all cores)."""
         ids = self._ids
-        missing: dict[bytes, str] = {}
-        for k, t in zip(keys, texts):
-            if k not in ids and k not in missing:
-                missing[k] = t
+        missing: dict[str, None] = {}
+        for t in texts:
+            if t not in ids:
+                missing[t] = None
+            else:
+                ids.move_to_end(t)
         if missing:
-            todo = list(missing.values())
+            todo = list(missing)
             try:
                 encoded = self._encode_chunked(todo) if self._chunked else self._encode(todo)
             except (UnicodeEncodeError, ValueError, TypeError):
                 encoded = self._encode([t.encode("utf-8", "surrogatepass").decode("utf-8", "replace") for t in todo])
-            for k, t, e in zip(missing, todo, encoded):
-                ids[k] = e
-                self.size += len(e)
-        out = [ids[k] for k in keys]
+            for t, e in zip(todo, encoded):
+                ids[t] = e
+                self.size += len(e) + len(t)
+        out = [ids[t] for t in texts]
         while self.size > self.budget and len(ids) > len(missing):  # oldest first, never this batch's
-            _, old = ids.popitem(last=False)
-            self.size -= len(old)
+            t, old = ids.popitem(last=False)
+            self.size -= len(old) + len(t)
         self.misses += len(missing)
         self.hits += len(texts) - len(missing)
-        return out, keys
+        return out
 
 
 def resolve_tokenizer(spec: str | None, *, default: str | None, model: str | None) -> Tokenizer | None:
