@@ -83,30 +83,33 @@ def text_chunks(text: str, size: int = 4096) -> list[str]:
 class TokenMemo:
     """Tokenize each distinct text once.
 
+    Texts are found again by the text itself. Where the tokenizer allows it
+    (``splits_at_cuts``), texts of :attr:`CHUNKED` characters or more are tokenized as their
+    chunks (:func:`text_chunks`), and only the chunks are memoized: a long text whose start
+    changed (a system prompt that starts with the current time) is tokenized again only at its
+    start, and the memo does not fill with long texts that never repeat.
+
     Attributes:
         tokenizer: the backend.
-        hits, misses: lookups served from the memo / tokenized.
+        hits, misses: lookups served from the memo / that tokenized something (a long text
+            is a hit when all its chunks were).
         tokenized_chars: characters actually tokenized.
     """
 
-    #: Texts at least this many characters long are tokenized in chunks (:func:`text_chunks`),
-    #: where the tokenizer allows it (``splits_at_cuts``): the chunks are memoized on their own,
-    #: so a long text whose start changed is tokenized again only at its start.
+    #: Texts at least this many characters long are tokenized in chunks, where the tokenizer
+    #: allows it.
     CHUNKED = 8192
 
     def __init__(self, tokenizer: Tokenizer, budget_bytes: int = 64 * 2**20):
         self.tokenizer = tokenizer
+        # text (or chunk) -> token bytes; bounded by the bytes of both (least recently used go)
         self._ids: OrderedDict[str, bytes] = OrderedDict()
-        self.budget = budget_bytes  # bytes of token ids and texts kept; the oldest entries go first
+        self.budget = budget_bytes
         self.size = 0
         self.hits = 0
         self.misses = 0
         self.tokenized_chars = 0
         self._chunked = bool(getattr(tokenizer, "splits_at_cuts", False))
-        # chunks of long texts, by their text (exact: a hit compares the strings), with their
-        # token bytes; bounded by the bytes of both (the oldest go first)
-        self._chunks: OrderedDict[str, bytes] = OrderedDict()
-        self._chunk_size = 0
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -118,68 +121,53 @@ class TokenMemo:
         self.tokenized_chars += sum(map(len, texts))
         return out
 
-    def _encode_chunked(self, texts: list[str]) -> list[bytes]:
-        """Like :meth:`_encode`, long texts as their chunks' token bytes joined (one batch for
-        the short texts and the chunks not seen before)."""
-        chunks = self._chunks
-        plans: list[list[str] | None] = []
-        batch: dict[str, None] = {}  # texts and chunks to tokenize, in order, once each
-        for t in texts:
-            if len(t) < self.CHUNKED:
-                plans.append(None)
-                batch[t] = None
-                continue
-            parts = text_chunks(t)
-            plans.append(parts)
-            for c in parts:
-                if c not in chunks:
-                    batch[c] = None
-        got = dict(zip(batch, self._encode(list(batch)))) if batch else {}
-        out: list[bytes] = []
-        for t, parts in zip(texts, plans):
-            if parts is None:
-                out.append(got[t])
-                continue
-            pieces = []
-            for c in parts:
-                b = chunks.get(c)
-                if b is None:
-                    b = chunks[c] = got[c]
-                    self._chunk_size += len(b) + len(c)
-                else:
-                    chunks.move_to_end(c)
-                pieces.append(b)
-            out.append(b"".join(pieces))
-        while self._chunk_size > self.budget // 4 and chunks:
-            c, b = chunks.popitem(last=False)
-            self._chunk_size -= len(b) + len(c)
-        return out
-
     def encode(self, texts: Sequence[str]) -> list[bytes]:
-        """Token bytes of each text (uint32 little-endian), tokenizing only unseen texts, in one
-        batch (the backend spreads a batch over all cores)."""
+        """Token bytes of each text (uint32 little-endian), tokenizing only what was not seen
+        before, in one batch (the backend spreads a batch over all cores)."""
         ids = self._ids
-        missing: dict[str, None] = {}
+        big = self.CHUNKED if self._chunked else None
+        plans: list[str | list[str]] = []  # each text's key: itself, or its chunks
+        todo: dict[str, None] = {}  # keys to tokenize, once each, in order
+        hits = 0
         for t in texts:
-            if t not in ids:
-                missing[t] = None
-            else:
-                ids.move_to_end(t)
-        if missing:
-            todo = list(missing)
+            if big is None or len(t) < big:
+                plans.append(t)
+                if t in ids:
+                    ids.move_to_end(t)
+                    hits += 1
+                elif t in todo:
+                    hits += 1
+                else:
+                    todo[t] = None
+                continue
+            keys = text_chunks(t)
+            plans.append(keys)
+            fresh = False
+            for k in keys:
+                if k in ids:
+                    ids.move_to_end(k)
+                elif k not in todo:
+                    todo[k] = None
+                    fresh = True
+            hits += not fresh
+        self.hits += hits
+        self.misses += len(texts) - hits
+        if todo:
+            batch = list(todo)
             try:
-                encoded = self._encode_chunked(todo) if self._chunked else self._encode(todo)
-            except (UnicodeEncodeError, ValueError, TypeError):
-                encoded = self._encode([t.encode("utf-8", "surrogatepass").decode("utf-8", "replace") for t in todo])
-            for t, e in zip(todo, encoded):
-                ids[t] = e
-                self.size += len(e) + len(t)
-        out = [ids[t] for t in texts]
-        while self.size > self.budget and len(ids) > len(missing):  # oldest first, never this batch's
-            t, old = ids.popitem(last=False)
-            self.size -= len(old) + len(t)
-        self.misses += len(missing)
-        self.hits += len(texts) - len(missing)
+                encoded = self._encode(batch)
+            except (UnicodeEncodeError, ValueError, TypeError):  # lone surrogates: as the backend reads them
+                plans = list(texts)
+                batch = [t for t in dict.fromkeys(texts) if t not in ids]
+                encoded = self._encode([t.encode("utf-8", "surrogatepass").decode("utf-8", "replace") for t in batch])
+            for k, e in zip(batch, encoded):
+                ids[k] = e
+                self.size += len(e) + len(k)
+        out = [ids[p] if p.__class__ is str else b"".join([ids[k] for k in p]) for p in plans]
+        keep = len(todo)
+        while self.size > self.budget and len(ids) > keep:  # oldest first, never this batch's
+            k, old = ids.popitem(last=False)
+            self.size -= len(old) + len(k)
         return out
 
 
