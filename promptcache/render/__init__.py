@@ -128,7 +128,8 @@ class FramedFormat:
         # see ingest.common.PartMemo); the entry keeps its part alive so an id is never reused.
         self._segs: dict[tuple[int, tuple[int, ...], tuple[int, ...]], tuple[Part, Segment]] = {}
         # Requests rendered last ("tips"): a request whose parts extend a tip's (the next turn of
-        # an agent session) renders only the parts it adds. Value: (rendered params, segments).
+        # an agent session) renders only the parts it adds; one that differs from a tip in a few
+        # parts rebuilds only theirs. Value: (rendered params, segments, parts).
         self._tips: PrefixTips[tuple[str | None, list[Segment], Sequence[Part]]] = PrefixTips(self.PROBES, self.TIPS)
         self._generation = Segment("<generation-prompt>", "frame", "", self.ids(framing.generation))
         self._appends = bool(layout.order) and layout.order[-1] == "messages"
