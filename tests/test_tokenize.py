@@ -125,3 +125,16 @@ def test_memo_tokenizes_a_long_text_whose_start_changed_only_at_its_start(name):
     assert memo.misses == 2  # each whole text is a miss once, then a hit
     memo.encode([second])
     assert memo.hits == 1
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_characters_newer_than_tiktokens_tables_and_lone_surrogates_tokenize_as_tiktoken(name):
+    """quicktok's Unicode tables are newer than tiktoken's (U+11DB7 is a letter to it, not to
+    tiktoken): texts with characters Python's database holds unassigned go to tiktoken itself.
+    A lone surrogate becomes one U+FFFD, as in tiktoken."""
+    tok = resolve_tokenizer(name, default=None, model=None)
+    enc = load_encoding(name)
+    texts = ["\U00011db7'x", "naïve \U00011db7 text", "a\u088fb", "\U00016ea0 \u1acf word", "plain ascii", "café"]
+    assert tok.encode_batch(texts) == [enc.encode_ordinary(t) for t in texts]
+    assert [bytes_to_ids(b) for b in TokenMemo(tok).encode(texts)] == [enc.encode_ordinary(t) for t in texts]
+    assert bytes_to_ids(TokenMemo(tok).encode(["x\ud800y"])[0]) == enc.encode_ordinary("x\ud800y")

@@ -156,10 +156,11 @@ class TokenMemo:
             batch = list(todo)
             try:
                 encoded = self._encode(batch)
-            except (UnicodeEncodeError, ValueError, TypeError):  # lone surrogates: as the backend reads them
+            except (UnicodeEncodeError, ValueError, TypeError):
+                # lone surrogates: each becomes one U+FFFD, as tiktoken's encode_ordinary does
                 plans = list(texts)
                 batch = [t for t in dict.fromkeys(texts) if t not in ids]
-                encoded = self._encode([t.encode("utf-8", "surrogatepass").decode("utf-8", "replace") for t in batch])
+                encoded = self._encode([t.encode("utf-16", "surrogatepass").decode("utf-16", "replace") for t in batch])
             for k, e in zip(batch, encoded):
                 ids[k] = e
                 self.size += len(e) + len(k)

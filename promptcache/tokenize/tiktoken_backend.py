@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import itertools
 import os
 import struct
 import tempfile
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Sequence
 from unittest import mock
 
+import numpy as np
 import tiktoken
 import tiktoken_ext.openai_public as openai_public
 
@@ -123,6 +125,29 @@ def harmony_specials() -> dict[str, int]:
         return dict(openai_public.ENCODING_CONSTRUCTORS["o200k_harmony"]()["special_tokens"])
 
 
+@lru_cache(maxsize=None)
+def _unassigned() -> np.ndarray:
+    """Which code points Python's Unicode database (14.0 in Python 3.11) holds unassigned, as a
+    boolean table (1.1 MB). quicktok's tables are newer than tiktoken's and class some of them
+    (U+11DB7) as letters, so it splits texts that hold one otherwise: those go to tiktoken."""
+    import unicodedata
+
+    table = np.zeros(0x110000, dtype=bool)
+    for cp in itertools.chain(range(0x80, 0x40000), range(0xE0000, 0xE1000)):
+        if unicodedata.category(chr(cp)) == "Cn":
+            table[cp] = True
+    table[0x40000:0xE0000] = True  # planes 4 to 13: nothing assigned
+    return table
+
+
+def _holds_unassigned(text: str) -> bool:
+    """Whether a text holds a code point :func:`_unassigned` lists (ASCII texts at once)."""
+    if text.isascii():
+        return False
+    cps = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    return bool(_unassigned()[cps].any())
+
+
 class TiktokenTokenizer:
     """OpenAI's tokenizer through tiktoken (exact for OpenAI models); batches go through
     quicktok's faster encoder of the same vocabulary when it is installed."""
@@ -162,13 +187,18 @@ class TiktokenTokenizer:
         """Token ids of each text as little-endian uint32 bytes (the memo's form)."""
         if self._fast is not None:
             return [x.astype("<u4", copy=False).tobytes() for x in self._split(texts)]
-        import numpy as np
-
         return [np.asarray(ids, dtype="<u4").tobytes() for ids in self.encode_batch(texts)]
 
     def _split(self, texts: Sequence[str]) -> list:  # list of numpy uint32 arrays
-        toks, offs = self._fast.encode_batch(list(texts), self._threads)
-        return [toks[offs[i]:offs[i + 1]] for i in range(len(texts))]
+        texts = list(texts)
+        toks, offs = self._fast.encode_batch(texts, self._threads)
+        out = [toks[offs[i]:offs[i + 1]] for i in range(len(texts))]
+        for i, t in enumerate(texts):
+            # quicktok's Unicode tables are newer than tiktoken's: a character assigned since
+            # Unicode 14 may count as a letter in one and not the other; tiktoken decides
+            if _holds_unassigned(t):
+                out[i] = np.asarray(self.enc.encode_ordinary(t), dtype=np.uint32)
+        return out
 
     def decode(self, ids: Sequence[int]) -> str:
         """Text of the ids."""
