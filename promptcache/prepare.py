@@ -121,9 +121,9 @@ class Context:
 
 def chained_keys(pieces: Sequence[bytes], start: bytes = b"") -> list[bytes]:
     """Chained 16-byte BLAKE2b digests of a prompt up to the end of each segment, from each
-    segment's framed unit bytes (``pieces``: framing and token ids; byte-level BPE encodes
-    different texts to different ids), continuing from ``start`` (the key of the segment before
-    ``pieces[0]``; empty at the start)."""
+    segment's framed unit bytes (``pieces``: framing and token ids, what a KV cache holds; the
+    byte-level BPE tokenizers give different texts different ids), continuing from ``start``
+    (the key of the segment before ``pieces[0]``; empty at the start)."""
     keys: list[bytes] = []
     h = start
     for b in pieces:
