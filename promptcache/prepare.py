@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import itertools
-import operator
 import pickle
 import queue
 import threading
@@ -37,7 +36,7 @@ from .model import Part, Request, Segment
 from .render import FramedFormat, make_format
 from .simulate import Prompt
 from .simulate.rules import ProviderFile
-from .tips import PATCHES, PrefixTips
+from .tips import PATCHES, PrefixTips, changed
 from .tokenize import TokenMemo, Tokenizer
 
 CHUNK = 512  # requests rendered and tokenized per batch
@@ -229,9 +228,9 @@ class Front:
                 if parts[:kp] == base.parts:
                     d.keep_parts = kp
                 elif len(parts) >= kp:
-                    changed = list(itertools.compress(range(kp), map(operator.is_not, parts[:kp], base.parts)))
-                    if len(changed) <= PATCHES:
-                        d.keep_parts, d.part_patches = kp, tuple(changed)
+                    diff = changed(base.parts, parts[:kp])
+                    if len(diff) <= PATCHES:
+                        d.keep_parts, d.part_patches = kp, tuple(diff)
                 new = segs[k:]
                 if patches:
                     d.seg_patches = tuple(patches)

@@ -22,6 +22,12 @@ T = TypeVar("T")
 PATCHES = 4
 
 
+def changed(old: Sequence[Any], new: Sequence[Any]) -> list[int]:
+    """Positions (ascending) where ``new`` holds another object than ``old``, over the length of
+    the shorter (C speed)."""
+    return list(itertools.compress(itertools.count(), map(operator.is_not, old, new)))
+
+
 class PrefixTips(Generic[T]):
     """Sequences kept with a value each, found by their last item's identity and length and
     confirmed by an exact list comparison (C speed, identical items compare at once).
@@ -67,7 +73,7 @@ class PrefixTips(Generic[T]):
         for j in range(longest, max(0, longest - self.probes), -1):
             got = d.get((id(seq[j - 1]), j))
             if got is not None:
-                diff = list(itertools.compress(range(j), map(operator.is_not, got[0], seq[:j])))
+                diff = changed(got[0], seq[:j])
                 if len(diff) <= most:
                     return j, got[1], diff
         return None

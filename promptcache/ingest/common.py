@@ -321,7 +321,7 @@ class HistoryMemo:
 
     def parts(self, kind: str, msgs: list[Any], one: Any) -> tuple[Any, ...]:
         """The parts of every message of ``msgs``, in order; ``one(i, message)`` builds the parts
-        of message ``i`` (through :data:`PARTS`).
+        of message ``i`` (through :data:`PARTS` for a list that extends no tip).
 
         Raises:
             BadRecord: whatever ``one`` raises for a message not reused.
