@@ -36,7 +36,7 @@ from ..simulate import Prompt
 from ..simulate.boundaries import BoundarySim
 from ..simulate.rules import CacheRules
 from .findings import Candidate, Finding, aggregate
-from .redact import excerpt, redact
+from .redact import Evidence, Excerpt
 from .rules import Rule, load_rules
 
 #: Requests kept in memory per model to serve as predecessors (their text and tokens). Per
@@ -150,6 +150,16 @@ class Diagnoser:
         self.by_kind: dict[str, list[Rule]] = {}
         for r in self.rules:
             self.by_kind.setdefault(r.kind, []).append(r)
+        # looked up per request: resolved once
+        self._structural = {ru.options.get("compare"): ru for ru in self.by_kind.get("structural-diff", ())}
+        self._bp = {ru.options.get("check"): ru for ru in self.by_kind.get("breakpoint", ())}
+        self._bp_volatile = self._first("breakpoint", "check", "volatile-block")
+        self._bp_moved = self._first("breakpoint", "check", "moved")
+        self._fallback_rule = self._first("structural-diff", "compare", "any")
+        self._ttl_choice = self._first("timing", "check", "ttl-choice")
+        self._value_rules = [(rule, [(pat, "value" in pat.groupindex) for pat in rule.patterns()],
+                              bool(rule.options.get("numeric_increase")), int(rule.options.get("min_tokens_lost", 1)))
+                             for rule in self.by_kind.get("value-pattern", ())]
         self.show = show_text
         self.cands: list[Candidate] = []
         self.recent: dict[str, OrderedDict[int, tuple[Request, Prompt, _Context | None]]] = {}
@@ -163,6 +173,10 @@ class Diagnoser:
         self.shadow: dict[str, tuple[BoundarySim, list[Decimal]]] = {}
 
     # ------------------------------------------------------------------ helpers
+
+    def _first(self, kind: str, option: str, value: str) -> Rule | None:
+        """The first rule of ``kind`` whose ``option`` is ``value``."""
+        return next((ru for ru in self.by_kind.get(kind, ()) if ru.options.get(option) == value), None)
 
     def _rates(self, step: Step) -> Rates | None:
         pf = self.pipe.state.providers[step.outcome.provider]
@@ -184,7 +198,7 @@ class Diagnoser:
         return hit if hit >= rules.min_tokens else 0
 
     def _add(self, step: Step, rule: Rule, key: tuple[Any, ...], *, segment: str | None, char: int | None,
-             token: int | None, evidence: dict[str, Any], lost: int, cost: Decimal | None, **values: Any) -> None:
+             token: int | None, evidence: dict[str, Any] | Evidence, lost: int, cost: Decimal | None, **values: Any) -> None:
         o = step.outcome
         self._buf.append(Candidate(rule, key, o.index, o.path, o.line, segment, char, token, evidence, lost, cost, values))
 
@@ -346,14 +360,15 @@ class Diagnoser:
     def _structure(self, step: Step, pair: Pair, in_tail: bool) -> bool:
         r, p = pair.r, pair.p
         seg = pair.rp.segments[pair.i]
-        rules = {ru.options.get("compare"): ru for ru in self.by_kind.get("structural-diff", ())}
-        part_r = next((x for x in r.parts if x.path == self._where(pair, pair.c)[0]), None)
-        part_p = next((x for x in p.parts if part_r is not None and x.path == part_r.path), None)
-        # tools: same set in another order, or a different set
-        tools_r = [x for x in r.parts if x.kind == "tool"]
-        tools_p = [x for x in p.parts if x.kind == "tool"]
+        rules = self._structural
+        where_path, where_off = self._where(pair, pair.c)
+        part_r = next((x for x in r.parts if x.path == where_path), None)
+        part_p = None if part_r is None else next((x for x in p.parts if x.path == part_r.path), None)
         if seg.kind == "tool" and not in_tail:
-            if sorted(t.text for t in tools_r) == sorted(t.text for t in tools_p) and "tools-order" in rules:
+            # tools: same set in another order, or a different set
+            tools_r = [x for x in r.parts if x.kind == "tool"]
+            tools_p = [x for x in p.parts if x.kind == "tool"]
+            if "tools-order" in rules and sorted(t.text for t in tools_r) == sorted(t.text for t in tools_p):
                 def srt(q: Request) -> Request:
                     tools = sorted((x for x in q.parts if x.kind == "tool"), key=_tool_name)
                     it = iter(tools)
@@ -370,17 +385,18 @@ class Diagnoser:
                 return self._emit_structure(step, pair, rules["tools-set"], same_tools, lambda q: q,
                                             {"added": ", ".join(added) or "-", "removed": ", ".join(removed) or "-"})
         if part_r is not None and part_p is not None and part_r.text != part_p.text:
-            if not in_tail and canonical_json(part_r.text) == canonical_json(part_p.text) and part_r.text.lstrip()[:1] in "{[" \
-                    and "json-key-order" in rules:
+            # the cheap tests first: canonical_json parses the whole text
+            if not in_tail and "json-key-order" in rules and part_r.text.lstrip()[:1] in "{[" \
+                    and canonical_json(part_r.text) == canonical_json(part_p.text):
                 canon = lambda q: _with_parts(q, lambda x: replace(x, text=canonical_json(x.text)) if x.text.lstrip()[:1] in "{[" else x)
                 return self._emit_structure(step, pair, rules["json-key-order"], canon, None, self._texts(pair, part_r, part_p))
-            f = _first_difference(part_r.text, part_p.text, max(0, (self._where(pair, pair.c)[1] or 0) - 2))
+            f = _first_difference(part_r.text, part_p.text, max(0, (where_off or 0) - 2))
             near = part_r.text[f:f + 1] + part_p.text[f:f + 1]
             if not in_tail and "whitespace" in rules and (not near.strip() or not near.isascii()) \
                     and normalize_whitespace(part_r.text) == normalize_whitespace(part_p.text):
                 norm = lambda q: _with_parts(q, lambda x: replace(x, text=normalize_whitespace(x.text)))
                 return self._emit_structure(step, pair, rules["whitespace"], norm, None, self._texts(pair, part_r, part_p))
-            near_break = part_r.text[:(self._where(pair, pair.c)[1] or 0) + 64]
+            near_break = part_r.text[:(where_off or 0) + 64]
             (pre_r, docs_r), (pre_p, docs_p) = (documents(part_r.text), documents(part_p.text)) \
                 if looks_like_documents(near_break) else (("", []), ("", []))
             if len(docs_r) >= 2 and len(docs_r) == len(docs_p) and docs_r != docs_p and sorted(docs_r) == sorted(docs_p) and pre_r == pre_p \
@@ -398,7 +414,7 @@ class Diagnoser:
             if dropped:
                 lost = max(0, pair.pp.n_tokens - pair.d)
                 gained, cost = self._report_lost(step, pair, lost)
-                self._add(step, rules["history-front"], ("history",), segment=self._where(pair, pair.c)[0],
+                self._add(step, rules["history-front"], ("history",), segment=where_path,
                           char=None, token=pair.d, evidence={"dropped_messages": dropped}, lost=gained, cost=cost)
                 return True
         return False
@@ -425,15 +441,15 @@ class Diagnoser:
                 return k
         return 0
 
-    def _texts(self, pair: Pair, part_r: Part, part_p: Part) -> dict[str, Any]:
+    def _texts(self, pair: Pair, part_r: Part, part_p: Part) -> Evidence:
         c = pair.c or 0
         _, off = self._where(pair, c)
         off = off or 0
-        return {"before": excerpt(part_p.text, off, off + 1, show=self.show),
-                "after": excerpt(part_r.text, off, off + 1, show=self.show)}
+        return Evidence({"before": Excerpt.around(part_p.text, off, off + 1),
+                         "after": Excerpt.around(part_r.text, off, off + 1)}, self.show)
 
     def _emit_structure(self, step: Step, pair: Pair, rule: Rule, fr: Callable[[Request], Request],
-                        fp: Callable[[Request], Request] | None, evidence: dict[str, Any], char: int | None = None) -> bool:
+                        fp: Callable[[Request], Request] | None, evidence: dict[str, Any] | Evidence, char: int | None = None) -> bool:
         lost = self._cf_lost(pair, fr, fp)
         gained, cost = self._report_lost(step, pair, lost)
         path, off = self._where(pair, pair.c)
@@ -443,46 +459,51 @@ class Diagnoser:
         return True
 
     def _values(self, step: Step, pair: Pair, in_tail: bool) -> bool:
-        if in_tail or pair.c is None:
+        if in_tail or pair.c is None or not self._value_rules:
             return False
         seg_r = pair.rp.segments[pair.i]
         seg_p = pair.pp.segments[pair.j]
         if seg_r.path != seg_p.path:
             return False
         tr, tp, c = seg_r.text, seg_p.text, pair.c
-        for rule in self.by_kind.get("value-pattern", ()):
-            hit = self._match_value(rule, tr, tp, c)
+        # a break on the whitespace just before a value counts: tokens carry their leading space
+        while c < len(tr) and c < len(tp) and tr[c] == tp[c] and tr[c].isspace():
+            c += 1
+        for rule, pats, numeric, min_lost in self._value_rules:
+            hit = self._match_value(pats, numeric, tr, tp, c)
             if hit is None:
                 continue
             start, end_r, end_p = hit
             path, off = seg_r.locate(start)
             lost = self._resync_lost(pair)
-            if lost < int(rule.options.get("min_tokens_lost", 1)):
+            if lost < min_lost:
                 continue
             gained, cost = self._report_lost(step, pair, lost)
-            ev = {"before": excerpt(tp, start, end_p, show=self.show), "after": excerpt(tr, start, end_r, show=self.show),
-                  "value": tr[start:end_r] if self.show else redact(tr[start:end_r])}
+            ev = Evidence({"before": Excerpt.around(tp, start, end_p), "after": Excerpt.around(tr, start, end_r),
+                           "value": Excerpt(tr[start:end_r], oneline=False)}, self.show)
             self._add(step, rule, (path,), segment=path, char=off, token=pair.d, evidence=ev, lost=gained, cost=cost)
             return True
         return False
 
     @staticmethod
-    def _match_value(rule: Rule, tr: str, tp: str, c: int) -> tuple[int, int, int] | None:
-        """(start, end in r, end in p) of a pattern match covering the break at ``c`` (a break
-        on the whitespace just before a value counts: tokens carry their leading space)."""
-        while c < len(tr) and c < len(tp) and tr[c] == tp[c] and tr[c].isspace():
-            c += 1
+    def _match_value(pats: Sequence[tuple[re.Pattern[str], bool]], numeric: bool, tr: str, tp: str, c: int
+                     ) -> tuple[int, int, int] | None:
+        """(start, end in r, end in p) of a pattern match covering the break at ``c`` (``pats``:
+        each regex and whether it has a ``value`` group) whose value differs in ``p`` (and, with
+        ``numeric``, grew)."""
         lo = max(0, c - 80)
-        for pat in rule.patterns():
-            for m in pat.finditer(tr, lo, min(len(tr), c + 100)):
-                s, e = (m.span("value") if "value" in pat.groupindex else m.span())
-                if not (m.start() <= c <= m.end() and (s <= c <= e or m.start() <= c <= s)):
+        hi = min(len(tr), c + 100)
+        for pat, has_value in pats:
+            for m in pat.finditer(tr, lo, hi):
+                ms, me = m.span()
+                s, e = m.span("value") if has_value else (ms, me)
+                if not (ms <= c <= me and (s <= c <= e or ms <= c <= s)):
                     continue
-                mp = pat.match(tp, m.start())
+                mp = pat.match(tp, ms)
                 if mp is None:
                     continue
-                sp, ep = (mp.span("value") if "value" in pat.groupindex else mp.span())
-                if rule.options.get("numeric_increase"):
+                sp, ep = mp.span("value") if has_value else mp.span()
+                if numeric:
                     try:
                         if int(re.sub(r"\D", "", tr[s:e])) <= int(re.sub(r"\D", "", tp[sp:ep])):
                             continue
@@ -494,7 +515,7 @@ class Diagnoser:
         return None
 
     def _fallback(self, step: Step, pair: Pair) -> None:
-        rule = next((ru for ru in self.by_kind.get("structural-diff", ()) if ru.options.get("compare") == "any"), None)
+        rule = self._fallback_rule
         if rule is None:
             return
         path, off = self._where(pair, pair.c)
@@ -528,20 +549,20 @@ class Diagnoser:
         pos_r = pos_p = pair.d
         shared = 0
         for _ in range(skips):
-            grams: dict[bytes, int] = {}
-            for b in range(window):
-                g = pu[(pos_p + b) * 4:(pos_p + b + k) * 4]
-                if len(g) < k * 4:
-                    break
-                grams.setdefault(g, b)
+            # the first k-gram of r's next ``window`` tokens that p's next ``window`` tokens
+            # hold, at the first place p holds it
+            lo_p = pos_p * 4
+            hi_p = min(len(pu), (pos_p + window - 1 + k) * 4)
             hit = None
             for a in range(window):
                 g = ru[(pos_r + a) * 4:(pos_r + a + k) * 4]
                 if len(g) < k * 4:
                     break
-                b = grams.get(g)
-                if b is not None:
-                    hit = (a, b)
+                at = pu.find(g, lo_p, hi_p)
+                while at >= 0 and (at - lo_p) & 3:  # only whole tokens
+                    at = pu.find(g, at + 1, hi_p)
+                if at >= 0:
+                    hit = (a, (at - lo_p) >> 2)
                     break
             if hit is None:
                 break
@@ -557,7 +578,7 @@ class Diagnoser:
 
     def _breakpoint_volatile(self, step: Step, pair: Pair) -> None:
         """The only breakpoint sits on the block where the two calls part ways."""
-        rule = next((ru for ru in self.by_kind.get("breakpoint", ()) if ru.options.get("check") == "volatile-block"), None)
+        rule = self._bp_volatile
         if rule is None or step.rules.mode != "breakpoints":
             return
         seg_r = pair.rp.segments[pair.i]
@@ -574,7 +595,7 @@ class Diagnoser:
 
     def _breakpoint_moved(self, step: Step, pp: Prompt, rp: Prompt, d: int) -> None:
         """The predecessor wrote an entry inside the shared prefix that this call cannot reach."""
-        rule = next((ru for ru in self.by_kind.get("breakpoint", ()) if ru.options.get("check") == "moved"), None)
+        rule = self._bp_moved
         o = step.outcome
         if rule is None or step.rules.mode != "breakpoints" or \
                 o.miss_reason not in ("lookback", "after_last_breakpoint", "no_breakpoint"):
@@ -608,7 +629,7 @@ class Diagnoser:
                           evidence={"min_tokens": rules.min_tokens, "shared_tokens": o.shared_prefix_tokens,
                                     "model": o.model or "-"},
                           lost=0, cost=Decimal(0), min_tokens=rules.min_tokens, model=o.model or "-")
-        bp = {ru.options.get("check"): ru for ru in self.by_kind.get("breakpoint", ())}
+        bp = self._bp
         if "breakpoints_over_limit" in o.flags and "too-many" in bp:
             n = sum(1 for s in step.prompt.segments if s.breakpoint is not None)
             self._add(step, bp["too-many"], ("too-many",), segment=None, char=None, token=None,
@@ -670,7 +691,7 @@ class Diagnoser:
 
     def _shadow_1h(self, step: Step) -> None:
         """Re-simulate breakpoint namespaces with every breakpoint at the 1-hour TTL."""
-        rule = next((ru for ru in self.by_kind.get("timing", ()) if ru.options.get("check") == "ttl-choice"), None)
+        rule = self._ttl_choice
         if rule is None:
             return
         ns = step.outcome.namespace
@@ -687,7 +708,7 @@ class Diagnoser:
         acc[2] += 1
 
     def _finish_shadow(self) -> None:
-        rule = next((ru for ru in self.by_kind.get("timing", ()) if ru.options.get("check") == "ttl-choice"), None)
+        rule = self._ttl_choice
         if rule is None:
             return
         for ns, (sim, acc, step) in self.shadow.items():  # type: ignore[misc]

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from .redact import Evidence
 from .rules import RANK, Rule
 
 #: What kind of cause a check kind reports: only ``content`` causes are visible in the prompt text.
@@ -29,7 +30,8 @@ class Candidate:
         segment: segment path where the cause sits (``None`` for causes outside the text).
         char_offset: character offset inside the segment's part, or ``None``.
         token_index: token index of the break in the prompt, or ``None``.
-        evidence: values on both sides (already redacted) and other facts.
+        evidence: values on both sides and other facts; an :class:`~.redact.Evidence` holds its
+            quotes unformatted (and unredacted) until :func:`aggregate` shows them.
         tokens_lost: tokens the request could have read from the cache without the cause.
         cost_lost: money those tokens cost under the simulated rules, or ``None``.
         values: extra placeholders for the rule's message.
@@ -43,7 +45,7 @@ class Candidate:
     segment: str | None
     char_offset: int | None
     token_index: int | None
-    evidence: dict[str, Any]
+    evidence: dict[str, Any] | Evidence
     tokens_lost: int
     cost_lost: Decimal | None
     values: dict[str, Any] = field(default_factory=dict)
@@ -115,13 +117,14 @@ def aggregate(cands: list[Candidate]) -> list[Finding]:
             offsets[c.char_offset] = offsets.get(c.char_offset, 0) + 1
         mode = max(offsets, key=lambda k: offsets[k])
         first = next(c for c in cs if c.char_offset == mode)
+        evidence = first.evidence.resolve() if isinstance(first.evidence, Evidence) else first.evidence
         tokens = sum(c.tokens_lost for c in cs)
         priced = [c.cost_lost for c in cs if c.cost_lost is not None]
         cost = sum(priced, Decimal(0)) if priced else None
         values = {"requests": len(cs), "tokens_lost": f"{tokens:,}", "segment": first.segment,
-                  **{k: v for k, v in first.evidence.items() if isinstance(v, (str, int, float))}, **first.values}
+                  **{k: v for k, v in evidence.items() if isinstance(v, (str, int, float))}, **first.values}
         out.append(Finding(first.rule, first.rule.format(**values), first.path, first.line, first.segment,
-                           first.char_offset, first.token_index, first.evidence, len(cs), tokens, cost, first.index))
+                           first.char_offset, first.token_index, evidence, len(cs), tokens, cost, first.index))
     out.sort(key=lambda f: (f.cost_usd_lost if f.cost_usd_lost is not None else Decimal(-1), f.tokens_lost,
                             RANK[f.severity]), reverse=True)
     return out
