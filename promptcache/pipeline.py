@@ -476,7 +476,9 @@ class Pipeline:
         done = 0
         split = self.two_processes()
         for chunk in chunks:
-            for d in front.prepare(chunk):
+            deltas = front.prepare(chunk)
+            back.fill(deltas)
+            for d in deltas:
                 yield self._simulate(*back.assemble(d))
             back.drop(front.take_dropped())
             done += len(chunk)
@@ -494,6 +496,7 @@ class Pipeline:
                 for w in warnings:
                     state.warn(w)
                 break
+            back.fill(deltas)
             for d in deltas:
                 yield self._simulate(*back.assemble(d))
             back.drop(dropped)

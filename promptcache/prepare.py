@@ -47,6 +47,12 @@ TIP_PROBES = 24  # how many segments shorter than a request a tip it extends may
 # more sessions live at once loses speed, never results.
 TIPS = 1024
 QUEUE_CHUNKS = 4  # prepared chunks either process holds ahead of the other
+# Share of new segments the front half leaves to the back half to tokenize, where the two run in
+# two processes: it starts here and moves by DEFER_STEP per chunk, up while the back half has at most BACKLOG - 1 chunks sent and
+# not yet simulated, down while it has more than BACKLOG (see _front_main).
+DEFER = 0.0
+DEFER_STEP = 0.1
+BACKLOG = 2
 
 
 class _FrontTip:
@@ -153,6 +159,8 @@ class Delta:
             ``keep_parts``.
         seg_patches: positions (ascending) of the tip's segments it replaces.
         part_patches: positions (ascending) of the tip request's parts it replaces.
+        untokenized: positions in ``segments`` the front half left for the back half to
+            tokenize (their ``pieces`` are ``None`` until :meth:`Back.fill`).
     """
 
     request: Request
@@ -164,6 +172,7 @@ class Delta:
     packed: bool = False
     seg_patches: tuple[int, ...] = ()
     part_patches: tuple[int, ...] = ()
+    untokenized: tuple[int, ...] = ()
 
     def pack(self) -> Delta:
         """The delta to send to another process: without the parts the tip already has."""
@@ -173,7 +182,7 @@ class Delta:
             if self.part_patches:
                 sent = type(parts)([parts[i] for i in self.part_patches] + list(sent))
             return Delta(replace(self.request, parts=sent), self.base, self.keep_parts, self.segments, self.pieces,
-                         self.tip, True, self.seg_patches, self.part_patches)
+                         self.tip, True, self.seg_patches, self.part_patches, self.untokenized)
         return self
 
 
@@ -196,6 +205,11 @@ class Front:
         self.pipe = pipe
         self._tids = itertools.count()
         self._contexts: dict[int, Context] = {}  # the contexts whose tips this front keeps
+        #: Share (0 to 1) of new segments left to the back half to tokenize (:meth:`Back.fill`):
+        #: only where the two halves run in two processes, and never texts tokenized in chunks
+        #: (their chunks are memoized here).
+        self.defer = 0.0
+        self._owed = 0.0  # deferred segments owed at that share
 
     def take_dropped(self) -> list[int]:
         """Ids of the tips let go since the last call (the back half may forget them)."""
@@ -252,6 +266,8 @@ class Front:
             ctxs.append(ctx)
         for ctx, new_segs in todo.values():  # one tokenizer batch per context, only for segments not seen
             segs_new = list(new_segs.values())
+            if self.defer:
+                segs_new = self._keep(ctx, segs_new)
             ids = ctx.memo.encode([s.text for s in segs_new])
             for s, tb in zip(segs_new, ids):
                 ctx.units[id(s)] = (s, ctx.frame(s.head) + tb + ctx.frame(s.tail))
@@ -260,11 +276,33 @@ class Front:
                 continue
             cache = c.units
             d.pieces = [cache[id(s)][1] for s in d.segments]
+            if None in d.pieces:  # left to the back half, in this chunk or an earlier one
+                d.untokenized = tuple(i for i, b in enumerate(d.pieces) if b is None)
         for ctx in {id(c): c for c, _ in todo.values()}.values():
             if len(ctx.units) > UNITS_CACHE:  # evict after the chunk is assembled, oldest half first
                 for k in list(itertools.islice(ctx.units, len(ctx.units) - UNITS_CACHE // 2)):
                     del ctx.units[k]
         return out
+
+
+    def _keep(self, ctx: Context, segs: list[Segment]) -> list[Segment]:
+        """The segments this half tokenizes; the others (a :attr:`defer` share of those short
+        enough) are marked in ``ctx.units`` as the back half's, for good: the back half's memo
+        has their texts if they come again."""
+        mine: list[Segment] = []
+        owed = self._owed
+        limit = ctx.memo.CHUNKED
+        units = ctx.units
+        for s in segs:
+            if len(s.text) < limit:
+                owed += self.defer
+                if owed >= 1.0:
+                    owed -= 1.0
+                    units[id(s)] = (s, None)
+                    continue
+            mine.append(s)
+        self._owed = owed
+        return mine
 
 
 class _Assembled:
@@ -293,6 +331,25 @@ class Back:
     def __init__(self, pipe: Pipe):
         self.pipe = pipe
         self.tips: dict[int, _Assembled] = {}
+
+    def fill(self, deltas: Sequence[Delta]) -> None:
+        """Tokenize the segments the front half left to this half (``Delta.untokenized``), one
+        batch per context, before :meth:`assemble`."""
+        pipe = self.pipe
+        batches: dict[int, tuple[Context, list[tuple[list[bytes | None], int, Segment]]]] = {}
+        for d in deltas:
+            if not d.untokenized:
+                continue
+            req = d.request
+            ctx = pipe.context_for(pipe.provider_for(req), req)
+            batch = batches.setdefault(id(ctx), (ctx, []))[1]
+            pieces: list[bytes | None] = d.pieces  # type: ignore[assignment]
+            segs = d.segments or []
+            batch += [(pieces, i, segs[i]) for i in d.untokenized]
+        for ctx, batch in batches.values():
+            ids = ctx.memo.encode([s.text for _, _, s in batch])
+            for (pieces, i, s), tb in zip(batch, ids):
+                pieces[i] = ctx.frame(s.head) + tb + ctx.frame(s.tail)
 
     def drop(self, tids: Iterable[int]) -> None:
         """Forget tips the front half let go."""
@@ -376,11 +433,15 @@ class Back:
 
 # ---------------------------------------------------------------------- the second process
 
-def _front_main(conn: Any, make: Callable[[], tuple[Front, Iterator[list[Request]], Callable[[], Any]]]) -> None:
+def _front_main(conn: Any, make: Callable[[], tuple[Front, Iterator[list[Request]], Callable[[], Any]]],
+                taken: Any = None) -> None:
     """The front process: prepare chunks and send them, then what the reading found.
 
     A thread sends while the next chunk is prepared (a pipe write releases the GIL), so neither
-    process waits for the other to take a chunk.
+    process waits for the other to take a chunk. The two halves share the tokenizing: while the
+    back half keeps up (``taken``: the chunks it has simulated, in shared memory), the front
+    leaves it a growing share of the new segments (:attr:`Front.defer`); once chunks wait for
+    it, a shrinking one.
     """
     out: queue.Queue[bytes | None] = queue.Queue(maxsize=QUEUE_CHUNKS)
     failed: list[BaseException] = []
@@ -398,11 +459,20 @@ def _front_main(conn: Any, make: Callable[[], tuple[Front, Iterator[list[Request
     th.start()
     try:
         front, chunks, finish = make()
+        front.defer = DEFER
+        sent = 0
         for chunk in chunks:
             if failed:
                 return
+            if taken is not None:  # chunks sent and not yet simulated: the back half's backlog
+                backlog = sent - taken.value
+                if backlog < BACKLOG:
+                    front.defer = min(1.0, front.defer + DEFER_STEP)
+                elif backlog > BACKLOG:
+                    front.defer = max(0.0, front.defer - DEFER_STEP)
             deltas = [d.pack() for d in front.prepare(chunk)]
             out.put(pickle.dumps(("chunk", deltas, front.take_dropped()), protocol=pickle.HIGHEST_PROTOCOL))
+            sent += 1
         out.put(pickle.dumps(("end", finish()), protocol=pickle.HIGHEST_PROTOCOL))
     except BaseException as e:  # noqa: BLE001 - handed to the parent, which raises it
         try:
@@ -436,7 +506,8 @@ def front_process(make: Callable[[], tuple[Front, Iterator[list[Request]], Calla
 
     mpc = mp.get_context("fork")
     recv, send = mpc.Pipe(duplex=False)
-    proc = mpc.Process(target=_front_main, args=(send, make), daemon=True, name="promptcache-front")
+    taken = mpc.RawValue("q", 0)  # chunks simulated here, read there (see _front_main)
+    proc = mpc.Process(target=_front_main, args=(send, make, taken), daemon=True, name="promptcache-front")
     proc.start()
     send.close()
     inbox: queue.Queue[bytes | None] = queue.Queue(maxsize=QUEUE_CHUNKS)
@@ -473,6 +544,7 @@ def front_process(make: Callable[[], tuple[Front, Iterator[list[Request]], Calla
                 yield "end", msg[1], None
                 return
             yield msg
+            taken.value += 1  # asked for the next: this one is simulated
     finally:
         stop.set()
         if proc.is_alive():

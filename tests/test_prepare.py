@@ -20,7 +20,7 @@ from promptcache.model import Part, Request, Source
 from promptcache.pipeline import AuditOptions, audit
 from promptcache.render import FramedFormat, FRAMINGS, Layout
 from promptcache.report.audit_records import audit_record
-from promptcache.tokenize import resolve_tokenizer
+from promptcache.tokenize import TokenMemo, resolve_tokenizer
 
 from conftest import SAMPLES
 
@@ -44,6 +44,43 @@ def test_two_processes_equal_one(small_chunks):
     two = _record(AuditOptions(workers=2))
     assert one["summary"]["requests"] > 200
     assert two == one
+
+
+@pytest.mark.parametrize("share", [1.0, 0.5])
+def test_tokenizing_left_to_the_back_half_changes_nothing(small_chunks, monkeypatch, share):
+    """The front half leaves a share of the new segments for the back half to tokenize (here a
+    fixed share, from the first chunk): the audit is the same."""
+    monkeypatch.setattr(prepare_mod, "DEFER", share)
+    monkeypatch.setattr(prepare_mod, "DEFER_STEP", 0.0)
+    filled = []
+    fill = prepare_mod.Back.fill
+    monkeypatch.setattr(prepare_mod.Back, "fill", lambda self, ds: (filled.extend(len(d.untokenized) for d in ds),
+                                                                    fill(self, ds)))
+    one = _record(AuditOptions(workers=1))
+    assert sum(filled) == 0  # one process: the front half tokenizes everything
+    two = _record(AuditOptions(workers=2))
+    assert two == one
+    assert sum(filled) > 500
+
+
+def test_front_defers_only_short_new_texts():
+    """With a share of 1, every new segment is left to the back half but the long texts that are
+    tokenized in chunks (their chunks are memoized in the front half)."""
+    pipe = pipeline_mod.Pipeline(LOGS, AuditOptions(workers=1))
+    front = prepare_mod.Front(pipe.state)
+    front.defer = 1.0
+    deltas = [d for chunk in pipe.chunks() for d in front.prepare(chunk)]
+    short = long_ = 0
+    for d in deltas:
+        for s, b in zip(d.segments or [], d.pieces or []):
+            if len(s.text) >= TokenMemo.CHUNKED:
+                assert b is not None
+                long_ += 1
+            else:
+                assert b is None
+                short += 1
+        assert d.untokenized == tuple(i for i, b in enumerate(d.pieces or []) if b is None)
+    assert short > 1000 and long_ > 10
 
 
 def test_tips_change_nothing(monkeypatch):
@@ -164,18 +201,23 @@ def test_render_extends_only_when_the_result_is_the_same(layout):
     assert fmt.render(req) == _whole(layout, req)
 
 
-def _rebuilds(paths: list) -> dict[str, int]:
+def _rebuilds(paths: list, defer: float = 0.0) -> dict[str, int]:
     """Assemble every request of ``paths`` through the front and back halves (packed, as
-    between processes) and check each prompt against its request rendered and tokenized whole;
-    returns counts of what was checked."""
+    between processes; ``defer``: the share of new segments the back half tokenizes) and check
+    each prompt against its request rendered and tokenized whole; returns counts of what was
+    checked."""
     opts = AuditOptions(workers=1)
     pipe = pipeline_mod.Pipeline(paths, opts)
     front, back = prepare_mod.Front(pipe.state), prepare_mod.Back(pipe.state)
+    front.defer = defer
     fresh = pipeline_mod.Pipeline(paths, opts)
-    n = {"checked": 0, "patched": 0, "patched_later": 0, "keyed": 0}
+    n = {"checked": 0, "patched": 0, "patched_later": 0, "keyed": 0, "deferred": 0}
     for chunk in pipe.chunks():
-        for d in front.prepare(chunk):
-            packed = d.pack()
+        deltas = front.prepare(chunk)
+        packs = [d.pack() for d in deltas]
+        n["deferred"] += sum(len(p.untokenized) for p in packs)
+        back.fill(packs)
+        for d, packed in zip(deltas, packs):
             req, _, ctx, prompt = back.assemble(packed)
             assert req == d.request
             if ctx is None:
@@ -206,10 +248,13 @@ def _rebuilds(paths: list) -> dict[str, int]:
     return n
 
 
-def test_front_and_back_rebuild_each_prompt(small_chunks):
-    """Every assembled prompt equals the prompt of its request rendered and tokenized whole."""
-    n = _rebuilds(LOGS)
+@pytest.mark.parametrize("defer", [0.0, 0.7])
+def test_front_and_back_rebuild_each_prompt(small_chunks, defer):
+    """Every assembled prompt equals the prompt of its request rendered and tokenized whole,
+    whichever half tokenized its segments."""
+    n = _rebuilds(LOGS, defer)
     assert n["checked"] > 500 and n["keyed"] > 500
+    assert (n["deferred"] > 500) == bool(defer)
     # sessions whose system prompt changes every turn (the support bot greets each user by name,
     # the agent's prompt starts with the time) are sent as their tip with that segment replaced
     assert n["patched"] > 50
