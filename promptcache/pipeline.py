@@ -28,7 +28,7 @@ from .errors import ConfigError
 from .ingest import InputStats, ReadOptions, merge_by_arrival, read_requests
 from .ingest.common import provider_for_model
 from .model import Divergence, Request
-from .pricing import PriceBook, Rates
+from .pricing import PriceBook, Rates, tokens_cost
 from .simulate import Outcome, Prompt, RequestRef, Simulator
 from .simulate.rules import CacheRules, ProviderFile, load_providers, provider as provider_file
 from .prepare import CHUNK, Back, Context, Front, front_process
@@ -124,6 +124,16 @@ class ScenarioTotals:
         if cost is not None:
             self.cost_usd += cost
             self.priced_requests += 1
+
+    def merge(self, other: ScenarioTotals) -> None:
+        """Account another total's requests."""
+        self.requests += other.requests
+        self.prompt_tokens += other.prompt_tokens
+        self.cached_tokens += other.cached_tokens
+        self.cache_write_tokens += other.cache_write_tokens
+        self.request_hit_sum += other.request_hit_sum
+        self.cost_usd += other.cost_usd
+        self.priced_requests += other.priced_requests
 
     @property
     def uncached_tokens(self) -> int:
@@ -543,9 +553,33 @@ class Pipeline:
             o.ideal_write_tokens = min(units * ut, o.prompt_tokens - o.shared_prefix_tokens)
 
 
+def request_tokens(o: Outcome, rules: Mapping[str, CacheRules], book: PriceBook
+                   ) -> tuple[Rates | None, list[tuple[str, int, int, int, int]]]:
+    """One request's tokens under every scenario, and its prices: what :func:`request_costs`
+    and :func:`price` price.
+
+    Returns:
+        ``(rates, [(scenario, prompt_tokens, cached_tokens, write_tokens, write_1h_tokens)])``
+        for ``no_cache``, ``simulated`` and ``ideal``, plus ``reported`` when the log has
+        usage; write tokens are 0 where the rules bill writes as plain input; ``rates`` is
+        ``None`` when the model has no price.
+    """
+    bw = rules[o.namespace].bills_writes
+    pf = load_providers()[o.provider]
+    rates: Rates | None = book.rates(o.provider if pf.kind == "provider" else None, o.model, o.arrival)
+    n = o.prompt_tokens
+    rows = [("no_cache", n, 0, 0, 0),
+            ("simulated", n, o.cached_tokens, o.write_tokens, o.write_1h_tokens) if bw else ("simulated", n, o.cached_tokens, 0, 0),
+            ("ideal", n, o.shared_prefix_tokens, o.ideal_write_tokens if bw else 0, 0)]
+    if o.usage is not None:
+        u = o.usage
+        rows.append(("reported", u.input_tokens, u.cache_read_tokens, u.cache_write_tokens, u.cache_write_1h_tokens))
+    return rates, rows
+
+
 def request_costs(o: Outcome, rules: Mapping[str, CacheRules], book: PriceBook) -> dict[str, tuple[int, int, int, Decimal | None]]:
-    """One request priced under every scenario: the single pricing path of :func:`price` and
-    the per-request reports.
+    """One request priced under every scenario (the per-request reports; :func:`price` totals
+    the same tokens at the same prices).
 
     Args:
         o: the request's outcome.
@@ -558,23 +592,17 @@ def request_costs(o: Outcome, rules: Mapping[str, CacheRules], book: PriceBook) 
         ``cost_usd`` is ``None`` when the model has no price. Write tokens are 0 where the
         rules bill writes as plain input.
     """
-    bw = rules[o.namespace].bills_writes
-    pf = load_providers()[o.provider]
-    rates: Rates | None = book.rates(o.provider if pf.kind == "provider" else None, o.model, o.arrival)
-    n = o.prompt_tokens
-    out: dict[str, tuple[int, int, int, Decimal | None]] = {}
-    for name, cached, w, w1 in (("no_cache", 0, 0, 0), ("simulated", o.cached_tokens, o.write_tokens, o.write_1h_tokens),
-                                 ("ideal", o.shared_prefix_tokens, o.ideal_write_tokens if bw else 0, 0)):
-        out[name] = (n, cached, w if bw else 0, rates.cost(n, cached, w, w1, bw) if rates else None)
-    if o.usage is not None:
-        u = o.usage
-        cost = rates.cost(u.input_tokens, u.cache_read_tokens, u.cache_write_tokens, u.cache_write_1h_tokens, True) if rates else None
-        out["reported"] = (u.input_tokens, u.cache_read_tokens, u.cache_write_tokens, cost)
-    return out
+    rates, rows = request_tokens(o, rules, book)
+    return {name: (n, cached, w, rates.cost(n, cached, w, w1) if rates else None) for name, n, cached, w, w1 in rows}
 
 
 def price(outcomes: Sequence[Outcome], rules: Mapping[str, CacheRules], book: PriceBook) -> tuple[dict[str, ScenarioTotals], dict[str, dict[str, ScenarioTotals]]]:
-    """Totals per scenario and per namespace, priced (each request by :func:`request_costs`).
+    """Totals per scenario and per namespace, priced.
+
+    Money is summed per total and unit prices (a tier of a model's prices) and priced once:
+    each request's cost is an exact ``Decimal`` linear in its tokens, so the cost of the summed
+    tokens is the sum of the requests' costs (:func:`request_costs`), without a ``Decimal``
+    sum per request and scenario.
 
     Args:
         outcomes: the requests to total (any subset of an audit's).
@@ -583,14 +611,34 @@ def price(outcomes: Sequence[Outcome], rules: Mapping[str, CacheRules], book: Pr
     """
     scen = {s: ScenarioTotals() for s in SCENARIOS}
     nss: dict[str, dict[str, ScenarioTotals]] = {}
+    # (id of the totals, id of the unit prices) -> [totals, unit prices, plain, read, write 5m, write 1h]
+    owed: dict[tuple[int, int], list[Any]] = {}
+    reported = scen["reported"]
     for o in outcomes:
         per = nss.get(o.namespace)
         if per is None:
             per = nss[o.namespace] = {s: ScenarioTotals() for s in ("no_cache", "simulated", "ideal")}
-        for name, (n, cached, w, cost) in request_costs(o, rules, book).items():
-            scen[name].add(n, cached, w, cost)
-            if name in per:
-                per[name].add(n, cached, w, cost)
+        rates, rows = request_tokens(o, rules, book)
+        for name, n, cached, w, w1 in rows:
+            t = reported if name == "reported" else per[name]  # the others: summed over namespaces below
+            t.add(n, cached, w, None)
+            if rates is None:
+                continue
+            t.priced_requests += 1
+            units = rates.unit_prices(n)
+            key = (id(t), id(units))
+            acc = owed.get(key)
+            if acc is None:
+                acc = owed[key] = [t, units, 0, 0, 0, 0]
+            acc[2] += n - cached - w
+            acc[3] += cached
+            acc[4] += w - w1
+            acc[5] += w1
+    for t, units, plain, read, write, write_1h in owed.values():
+        t.cost_usd += tokens_cost(units, plain, read, write, write_1h)
+    for per in nss.values():
+        for name, t in per.items():
+            scen[name].merge(t)
     return scen, nss
 
 

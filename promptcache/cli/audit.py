@@ -3,13 +3,13 @@ breaks it, and (``--propose``) re-price stable-first templates."""
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 from typing import Optional
 
 import typer
 
+from ..report.jsontext import dumps
 from ..pipeline import audit
 from ..diagnose.rules import RANK
 from ..errors import ConfigError, ExitCode
@@ -121,7 +121,7 @@ def audit_cmd(
             from ..replay import replay_record
 
             rec["replay"] = replay_record(replayed)
-        emit(json.dumps(rec, ensure_ascii=False, indent=1), output)
+        emit(dumps(rec), output)
         if output is None:
             return code
     from ..report.audit_text import render_audit, render_findings

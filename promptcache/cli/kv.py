@@ -3,7 +3,6 @@ optionally, request logs."""
 
 from __future__ import annotations
 
-import json
 from enum import Enum
 from pathlib import Path
 from typing import Optional
@@ -11,6 +10,7 @@ from typing import Optional
 import typer
 from rich.console import Console
 
+from ..report.jsontext import dumps
 from ..errors import ConfigError
 from .common import report_console
 from ..fileio import emit
@@ -97,7 +97,7 @@ def kv_cmd(
     else:
         report = run_kv(opts)
     if fmt is Format.json or output is not None:
-        emit(json.dumps(kv_record(report), ensure_ascii=False, indent=1), output)
+        emit(dumps(kv_record(report)), output)
         if output is None:
             return 0
     from ..kv.report import render_kv

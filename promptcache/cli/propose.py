@@ -3,12 +3,12 @@ them, and what they save on this very traffic."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
 import typer
 
+from ..report.jsontext import dumps
 from ..errors import ConfigError
 from .common import (BlockSize, CacheModel, Capacity, HashBlock, InputFormat, Logs, Model, Prices, ShowText, Workers,
                      Strict, TTL, TokenizerOpt, audit_options, report_console, with_progress,
@@ -62,7 +62,7 @@ def propose_cmd(
                "before": {k: scenario_record(v) for k, v in res.before.scenarios.items() if k != "reported"},
                "after": {k: scenario_record(v) for k, v in res.after.scenarios.items() if k != "reported"},
                "proposals": proposals_record(res), "written": res.written}
-        emit(json.dumps(rec, ensure_ascii=False, indent=1), output)
+        emit(dumps(rec), output)
         if output is None:
             return 0
     from ..report.proposal_text import render_proposals

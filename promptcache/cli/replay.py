@@ -3,7 +3,6 @@ measured cache hits, prefill times and outputs with the simulation."""
 
 from __future__ import annotations
 
-import json
 import os
 from enum import Enum
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Optional
 import typer
 from rich.console import Console
 
+from ..report.jsontext import dumps
 from ..errors import ExitCode
 from ..ingest import ReadOptions, available_formats
 from .common import report_console
@@ -83,7 +83,7 @@ def replay_cmd(
         res = verify(logs, opts)
     code = int(ExitCode.OK if res.ok else ExitCode.FINDINGS)
     if fmt is Format.json or output is not None:
-        emit(json.dumps(replay_record(res), ensure_ascii=False, indent=1), output)
+        emit(dumps(replay_record(res)), output)
         if output is None:
             return code
     out = report_console(150)

@@ -26,6 +26,19 @@ MTOK = 1_000_000
 GENAI_PROVIDER = {"openai": "openai", "anthropic": "anthropic", "gemini": "google", "deepseek": "deepseek"}
 
 
+def tokens_cost(units: tuple[Decimal, Decimal, Decimal, Decimal], plain: int, read: int, write_5m: int,
+                write_1h: int) -> Decimal:
+    """USD of input tokens at ``units`` (:meth:`Rates.unit_prices`: input, cache read, 5-minute
+    write, 1-hour write, USD per million tokens): ``plain`` billed as input, ``read`` from the
+    cache, ``write_5m`` and ``write_1h`` written. Exact (``Decimal``) and linear in the tokens.
+
+    >>> tokens_cost((Decimal(3), Decimal("0.3"), Decimal("3.75"), Decimal(6)), 100, 600, 0, 300)
+    Decimal('0.00228')
+    """
+    pi, pr, pw, pw1 = units
+    return (pi * plain + pr * read + pw * write_5m + pw1 * write_1h) / MTOK
+
+
 @dataclass(frozen=True)
 class Rates:
     """Per-million-token prices for one model at one time (``Decimal``, or genai-prices
@@ -65,13 +78,14 @@ class Rates:
         """
         if not bills_writes:
             write = write_1h = 0
-        pi, pr, pw, pw1 = self._unit_prices(prompt_tokens)
-        return (pi * (prompt_tokens - cached - write) + pr * cached + pw * (write - write_1h) + pw1 * write_1h) / MTOK
+        return tokens_cost(self.unit_prices(prompt_tokens), prompt_tokens - cached - write, cached,
+                           write - write_1h, write_1h)
 
-    def _unit_prices(self, total: int) -> tuple[Decimal, Decimal, Decimal, Decimal]:
+    def unit_prices(self, total: int) -> tuple[Decimal, Decimal, Decimal, Decimal]:
         """(input, cache read, 5-minute write, 1-hour write) USD per million tokens for a request
         of ``total`` prompt tokens: genai-prices' ``calc_unit_price`` applies the tier (a cliff on
-        the total), memoized per tier (and at once for untiered prices)."""
+        the total), memoized per tier (and at once for untiered prices): the same tuple object
+        for every request of a tier."""
         flat = self.__dict__.get("_flat")
         if flat is not None:
             return flat
