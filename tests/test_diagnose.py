@@ -93,6 +93,23 @@ def test_evidence_is_redacted_unless_asked(tmp_log):
     assert "ben.okafor@example.com" in f.evidence["after"]
 
 
+@pytest.mark.parametrize("secret", ["Authorization: Bearer abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP{:02d}",
+                                    "password=Hunter2SuperSecretValue{:02d}"])
+def test_a_value_marked_secret_by_its_neighbours_is_masked(tmp_log, secret):
+    """The random id is only the token after ``Bearer`` (or ``password=``): quoted alone, no
+    redaction rule would see it as a secret, so the value and the message mask it whole."""
+    rest = "\nRules: " + "Read files before editing them. " * 60
+    recs = [{"timestamp": t, "model": "gpt-4.1", "user": "u1", "messages": [
+        {"role": "system", "content": secret.format(t) + rest}, {"role": "user", "content": "q"}]} for t in range(9, 13)]
+    path = tmp_log(recs)
+    (f,) = [f for f in audit([path], AuditOptions()).findings if f.segment == "messages[0].content"]
+    text = json.dumps(f.evidence) + f.message
+    assert f.evidence["value"] == "<secret>" and "<secret>" in f.evidence["after"]
+    assert "SuperSecret" not in text and "abcdefghijklmnop" not in text
+    (f,) = [f for f in audit([path], AuditOptions(show_text=True)).findings if f.segment == "messages[0].content"]
+    assert f.evidence["value"] != "<secret>" and any(f.evidence["value"] in secret.format(t) for t in range(9, 13))
+
+
 def test_json_findings_shape_and_fail_on():
     p = subprocess.run([sys.executable, "-m", "promptcache", "audit", str(SAMPLES / "agent_timestamp.jsonl"),
                         "--format", "json", "--fail-on", "error"], capture_output=True, text=True)

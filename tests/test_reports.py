@@ -311,3 +311,13 @@ def test_money_rounds_the_same_in_every_format():
     assert usd(Decimal("0.00025")) == usd(0.00025) == "$0.0003"
     assert usd(Decimal("1234.565")) == usd(1234.565) == "$1,234.57"
     assert audit_text.usd is html.usd is markdown.usd is usd
+
+
+def test_json_records_keep_integers_beyond_64_bits():
+    """orjson writes the records but for integers beyond 64 bits: those go to the standard
+    library, the same JSON."""
+    from promptcache.report.jsontext import dumps
+
+    rec = {"max_tokens": 2**70 + 3, "é": [0.5, None], 7: "seven"}
+    assert json.loads(dumps(rec)) == {"max_tokens": 2**70 + 3, "é": [0.5, None], "7": "seven"}
+    assert json.loads(dumps({"n": 2**40})) == {"n": 2**40} and "\n  " in dumps({"n": 1})

@@ -480,7 +480,7 @@ class Diagnoser:
                 continue
             gained, cost = self._report_lost(step, pair, lost)
             ev = Evidence({"before": Excerpt.around(tp, start, end_p), "after": Excerpt.around(tr, start, end_r),
-                           "value": Excerpt(tr[start:end_r], oneline=False)}, self.show)
+                           "value": Excerpt.value(tr, start, end_r)}, self.show)
             self._add(step, rule, (path,), segment=path, char=off, token=pair.d, evidence=ev, lost=gained, cost=cost)
             return True
         return False

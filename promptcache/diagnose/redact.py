@@ -44,12 +44,19 @@ class Excerpt:
         text: the quoted characters.
         cut_before, cut_after: whether the text went on before / after them (shown as ``…``).
         oneline: whether newlines are shown as ``⏎``.
+        context: the text around ``text`` (which starts at ``at`` in it), or ``None``. A value
+            quoted alone escapes redaction where what marks it as a secret sits next to it
+            (``Bearer``, ``sk-proj-``, ``password=``): with a context, the value is shown as
+            ``<secret>`` when a redaction rule matches the context across any of its characters.
+        at: where ``text`` starts in ``context``.
     """
 
     text: str
     cut_before: bool = False
     cut_after: bool = False
     oneline: bool = True
+    context: str | None = None
+    at: int = 0
 
     @classmethod
     def around(cls, text: str, start: int, end: int, width: int = 24) -> Excerpt:
@@ -58,12 +65,23 @@ class Excerpt:
         b = min(len(text), end + width)
         return cls(text[a:b], a > 0, b < len(text))
 
+    @classmethod
+    def value(cls, text: str, start: int, end: int, width: int = 24) -> Excerpt:
+        """The value ``text[start:end]``, as it is (no ellipses, newlines kept), with up to
+        ``width`` characters each side as its context."""
+        a = max(0, start - width)
+        return cls(text[start:end], oneline=False, context=text[a:min(len(text), end + width)], at=start - a)
+
     def render(self, show: bool = False) -> str:
         """The quote as reports print it; redacted unless ``show``."""
         s = ("…" if self.cut_before else "") + self.text + ("…" if self.cut_after else "")
         if self.oneline:
             s = s.replace("\r", "").replace("\n", "⏎")
-        return s if show else redact(s)
+        if show:
+            return s
+        if self.context is not None and masks(self.context, self.at, self.at + len(self.text)):
+            return "<secret>"
+        return redact(s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +99,17 @@ class Evidence:
     def resolve(self) -> dict[str, Any]:
         """The evidence as reports print it (``{name: value}``, quotes formatted)."""
         return {k: v.render(self.show) if isinstance(v, Excerpt) else v for k, v in self.items.items()}
+
+
+def masks(text: str, start: int, end: int) -> bool:
+    """Whether redacting ``text`` masks any character of ``text[start:end]``.
+
+    >>> masks("Authorization: Bearer abcdefghijklmnop0123", 22, 42), masks("turn 12 of 40", 5, 7)
+    (True, False)
+    """
+    if _ANY.search(text) is None:
+        return False
+    return any(m.start() < end and start < m.end() for pat, _ in _RULES for m in pat.finditer(text))
 
 
 def excerpt(text: str, start: int, end: int, *, width: int = 24, show: bool = False) -> str:
