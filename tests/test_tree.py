@@ -146,3 +146,26 @@ def test_hits_split_the_edge_a_prompt_leaves_part_way():
     tree.access(units(list(range(12))), 12, None, "r1")
     tree.access(units(list(range(10)) + [90, 91]), 12, None, "r2", hit_units=6)
     assert _edges(tree) == [(0, 6, 1, 1), (6, 4, 1, 0), (10, 2, 0, 0), (10, 2, 0, 0)]
+
+
+def test_common_prefix_matches_a_plain_loop():
+    """Against the definition, at every length around the window edges, with an offset."""
+    import random
+
+    import numpy as np
+
+    from promptcache.prefix.lcp import common_prefix
+
+    rng = random.Random(7)
+    for n in (0, 1, 16, 17, 255, 256, 257, 2303, 2304, 2305, 20000):
+        base = [rng.randrange(50) for _ in range(n)]
+        for cut in sorted({0, n // 2, n - 1, n, 255, 256, 2303, 2304} & set(range(n + 1))):
+            b = list(base)
+            if cut < n:
+                b[cut] += 1
+            off = rng.randrange(3)
+            a = np.array([9] * off + base, "<u4").tobytes()
+            want = next((i for i, (x, y) in enumerate(zip(base, b)) if x != y), min(len(base), len(b)))
+            assert common_prefix(a, np.array(b, "<u4").tobytes(), 4, off * 4) == want
+            assert common_prefix(np.array(base, "<u8").tobytes(), np.array(b[:cut + 5], "<u8").tobytes(), 8) == \
+                next((i for i, (x, y) in enumerate(zip(base, b[:cut + 5])) if x != y), min(n, cut + 5))

@@ -132,6 +132,10 @@ class PrefixTree:
         other: Any = None
         partial: Node | None = None
         ttl = self.ttl if now is not None else None  # _expired, inlined: it runs for every edge
+        # the leading edges read whole that end inside the stored prefix, with no other
+        # simulation's hit ending inside them, are touched as they are read (the store below
+        # would touch them the same way): ``touched`` of them, ending at ``tdepth``
+        touched = tdepth = 0
         while pos < n:
             child = node.children.get(seq[pos:pos + W])
             if child is not None and ttl is not None and now - child.last > ttl:
@@ -144,7 +148,18 @@ class PrefixTree:
                 break
             k = child.key if child.spill < 0 else self._read(child)
             if seq.startswith(k, pos):
-                pos += len(k)
+                end = pos + len(k)
+                if touched == len(path) and end <= store and not pos < hit < end:
+                    child.uses += 1
+                    if end <= hit:
+                        child.hits += 1
+                    if t > child.last:  # _touch, inlined
+                        child.last = t
+                    child.tick = tick
+                    node.recent = child
+                    touched += 1
+                    tdepth = end
+                pos = end
                 path.append(child)
                 node = child
                 continue
@@ -157,10 +172,10 @@ class PrefixTree:
         if partial is not None:
             lcp += self._lcp(seq, pos, partial.key if partial.spill < 0 else self._read(partial)) * W
         # --- store: touch the whole edges read, split where the stored prefix ends, add the rest
-        depth = 0
-        parent = self.root
+        depth = tdepth
+        parent = path[touched - 1] if touched else self.root
         queue = path
-        i = 0
+        i = touched
         while i < len(queue):
             child = queue[i]
             i += 1
