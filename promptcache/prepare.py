@@ -27,12 +27,12 @@ import pickle
 import queue
 import threading
 import traceback
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
 
-from .model import Part, Request, Segment
+from .model import Part, Request, Segment, pickle_as_fields, with_parts
 from .render import FramedFormat, make_format
 from .simulate import Prompt
 from .simulate.rules import ProviderFile
@@ -181,9 +181,12 @@ class Delta:
             sent = parts[self.keep_parts:]
             if self.part_patches:
                 sent = type(parts)([parts[i] for i in self.part_patches] + list(sent))
-            return Delta(replace(self.request, parts=sent), self.base, self.keep_parts, self.segments, self.pieces,
+            return Delta(with_parts(self.request, sent), self.base, self.keep_parts, self.segments, self.pieces,
                          self.tip, True, self.seg_patches, self.part_patches, self.untokenized)
         return self
+
+
+pickle_as_fields(Delta)  # 1.3 -> 0.5 µs to pickle, 1.2 -> 0.2 µs to unpickle
 
 
 class Pipe(Protocol):
@@ -379,7 +382,7 @@ class Back:
             for i, p in zip(d.part_patches, sent):
                 parts[i] = p
             parts += sent[m:]
-            req = replace(req, parts=type(sent)(parts))  # the type the request was read with
+            req = with_parts(req, type(sent)(parts))  # the type the request was read with
         ctx = pipe.context_for(pf, req)
         new = d.segments
         pieces_new = d.pieces or []
