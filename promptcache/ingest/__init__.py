@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator
 from ..errors import BadRecord, InputError
 from ..model import Request, Source, Usage
 from .bodies import BODY_APIS, base_fields, body_format, default_id, parse_body
-from .common import Skipped, provider_for_model, unwrap
+from .common import MAPPING, Skipped, provider_for_model, unwrap
 from .fields import ID_KEYS, first
 from .hashed import MOONCAKE_BLOCK_TOKENS, BailianReader, looks_bailian, parse_hashed
 from .helicone import looks_helicone, parse_helicone
@@ -139,7 +139,7 @@ def detect(rec: Any) -> str | None:
     (OpenAI Responses, Anthropic, OpenAI Chat, Gemini), and last plain ``{"prompt"}`` lines.
     Keys per format: ``docs/formats.md``.
     """
-    if not isinstance(rec, Mapping):
+    if not isinstance(rec, MAPPING):
         return None
     if _looks_hashed(rec):
         return "bailian" if looks_bailian(rec) else "mooncake"
@@ -185,7 +185,7 @@ def _body_parser(fmt: str) -> Parser:
 
 
 def _parse_mooncake(rec: Any, src: Source, opts: ReadOptions) -> Request:
-    if not isinstance(rec, Mapping):
+    if not isinstance(rec, MAPPING):
         raise BadRecord("record is not a JSON object")
     hp, arrival, _ = parse_hashed(rec, opts.hash_block_tokens or MOONCAKE_BLOCK_TOKENS)
     rid = rec.get("id", rec.get("request_id"))

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import BadRecord
 from ..model import Breakpoint, Part
-from .common import HISTORY, PARTS, blob_digest, require_list, stable_json
+from .common import HISTORY, MAPPING, PARTS, blob_digest, require_list, stable_json
 
 #: Anthropic TTL strings → seconds; "5m" is the default.
 TTL = {"5m": 300, "1h": 3600}
@@ -28,7 +28,7 @@ def breakpoint_of(obj: Mapping[str, Any], path: str) -> Breakpoint | None:
     cc = obj.get("cache_control")
     if not cc:
         return None
-    if not isinstance(cc, Mapping):
+    if not isinstance(cc, MAPPING):
         raise BadRecord(f"{path}.cache_control is not an object")
     ttl = cc.get("ttl", "5m")
     if ttl not in TTL:
@@ -44,7 +44,7 @@ def _block_part(block: Any, path: str, role: str, msg: int) -> Part:
     kind = "assistant" if role == "assistant" else "user"
     if isinstance(block, str):
         return Part(kind, path, block, role, msg)
-    if not isinstance(block, Mapping):
+    if not isinstance(block, MAPPING):
         raise BadRecord(f"{path} is not a content block")
     bp = breakpoint_of(block, path)
     t = block.get("type")
@@ -62,8 +62,8 @@ def _block_part(block: Any, path: str, role: str, msg: int) -> Part:
     if t == "tool_result":
         c = block.get("content")
         if isinstance(c, list):
-            texts = [b.get("text", "") if isinstance(b, Mapping) and b.get("type") == "text"
-                     else f"<{b.get('type', 'block') if isinstance(b, Mapping) else 'block'} {blob_digest(stable_json(b))}>"
+            texts = [b.get("text", "") if isinstance(b, MAPPING) and b.get("type") == "text"
+                     else f"<{b.get('type', 'block') if isinstance(b, MAPPING) else 'block'} {blob_digest(stable_json(b))}>"
                      for b in c]
             c = "\n".join(texts)
         elif c is None:
@@ -110,7 +110,7 @@ def parse_anthropic(body: Mapping[str, Any]) -> list[Part]:
 def _tools(tools: list[Any]) -> list[Part]:
     out = []
     for i, tool in enumerate(tools):
-        if not isinstance(tool, Mapping):
+        if not isinstance(tool, MAPPING):
             raise BadRecord(f"tools[{i}] is not an object")
         out.append(Part("tool", f"tools[{i}]", stable_json(_strip_cc(tool)), None, None, breakpoint_of(tool, f"tools[{i}]")))
     return out
@@ -123,14 +123,14 @@ def _system(system: Any) -> list[Part]:
         raise BadRecord("'system' is neither a string nor a list of blocks")
     out = []
     for i, b in enumerate(system):
-        if not isinstance(b, Mapping) or not isinstance(b.get("text"), str):
+        if not isinstance(b, MAPPING) or not isinstance(b.get("text"), str):
             raise BadRecord(f"system[{i}] is not a text block")
         out.append(Part("system", f"system[{i}]", b["text"], "system", None, breakpoint_of(b, f"system[{i}]")))
     return out
 
 
 def _message(i: int, m: Any) -> list[Part]:
-    if not isinstance(m, Mapping) or not isinstance(m.get("role"), str):
+    if not isinstance(m, MAPPING) or not isinstance(m.get("role"), str):
         raise BadRecord(f"messages[{i}] has no role")
     role = m["role"]
     content = m.get("content")

@@ -17,7 +17,7 @@ from ..model import Part, Source
 from . import anthropic as _anthropic
 from . import gemini as _gemini
 from . import openai as _openai
-from .common import provider_for_model
+from .common import MAPPING, provider_for_model
 from .fields import ID_KEYS, find_arrival, find_session, first
 from .usage import find_usage
 
@@ -36,15 +36,15 @@ def looks_anthropic(body: Mapping[str, Any]) -> bool:
     ``tool_use``/``tool_result``/``cache_control`` blocks)."""
     if "messages" not in body:
         return False
-    if "system" in body or isinstance(body.get("cache_control"), Mapping):
+    if "system" in body or isinstance(body.get("cache_control"), MAPPING):
         return True
     model = str(body.get("model", ""))
     if provider_for_model(model) == "anthropic" and "max_tokens" in body:
         return True
     for m in body.get("messages") or []:
-        if isinstance(m, Mapping) and isinstance(m.get("content"), list):
+        if isinstance(m, MAPPING) and isinstance(m.get("content"), list):
             for b in m["content"]:
-                if isinstance(b, Mapping) and (b.get("type") in ("tool_use", "tool_result") or "cache_control" in b):
+                if isinstance(b, MAPPING) and (b.get("type") in ("tool_use", "tool_result") or "cache_control" in b):
                     return True
     return False
 
@@ -134,7 +134,7 @@ def base_fields(body: Mapping[str, Any], resp: Any, wrapper: Mapping[str, Any], 
     Raises:
         BadRecord: for an unparseable time or usage count.
     """
-    r = resp if isinstance(resp, Mapping) else None
+    r = resp if isinstance(resp, MAPPING) else None
     model = body.get("model") or (r.get("model") if r else None) or wrapper.get("model") or model_default
     rid = first((wrapper, r, body), ID_KEYS)
     return dict(

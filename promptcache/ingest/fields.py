@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any, Iterable
 
 from ..errors import BadRecord
+from .common import MAPPING
 
 #: Keys that hold a request's arrival time, in the order they are tried, on the wrapper
 #: record first and then on the request body.
@@ -76,7 +77,7 @@ def first(mappings: Iterable[Mapping[str, Any] | None], keys: Iterable[str]) -> 
     """Return the first non-empty value of any key in any mapping (mappings outer loop)."""
     keys = tuple(keys)
     for m in mappings:
-        if not isinstance(m, Mapping):
+        if not isinstance(m, MAPPING):
             continue
         for k in keys:
             v = m.get(k)
@@ -99,10 +100,10 @@ def find_session(*mappings: Mapping[str, Any] | None) -> str | None:
     """Session / conversation / user id from the mappings and their ``metadata``."""
     ms: list[Mapping[str, Any] | None] = []
     for m in mappings:
-        if isinstance(m, Mapping):
+        if isinstance(m, MAPPING):
             ms.append(m)
             md = m.get("metadata")
-            if isinstance(md, Mapping):
+            if isinstance(md, MAPPING):
                 ms.append(md)
     v = first(ms, SESSION_KEYS)
     return None if v is None else str(v)
@@ -116,7 +117,7 @@ def get_path(obj: Any, *keys: str | int) -> Any:
                 return None
             obj = obj[k]
         else:
-            if not isinstance(obj, Mapping):
+            if not isinstance(obj, MAPPING):
                 return None
             obj = obj.get(k)
     return obj

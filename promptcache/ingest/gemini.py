@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import BadRecord
 from ..model import Part
-from .common import blob_digest, require_list, stable_json
+from .common import MAPPING, blob_digest, require_list, stable_json
 
 #: Gemini roles → chat roles used for framing (``model`` is the assistant).
 ROLE = {"user": "user", "model": "assistant", "function": "tool", "tool": "tool", "system": "system"}
@@ -42,7 +42,7 @@ def _part(p: Any, path: str, role: str, msg: int | None) -> Part:
     kind = ROLE_KIND.get(role, "user")
     if isinstance(p, str):
         return Part(kind, path, p, role, msg)
-    if not isinstance(p, Mapping):
+    if not isinstance(p, MAPPING):
         raise BadRecord(f"{path} is not a part object")
     if "text" in p:
         text = p["text"]
@@ -52,7 +52,7 @@ def _part(p: Any, path: str, role: str, msg: int | None) -> Part:
     for key in ("inlineData", "fileData"):
         blob = _get(p, key)
         if blob is not None:
-            if not isinstance(blob, Mapping):
+            if not isinstance(blob, MAPPING):
                 raise BadRecord(f"{path}.{key} is not an object")
             mime = str(_get(blob, "mimeType") or "")
             ref = _get(blob, "data") if key == "inlineData" else _get(blob, "fileUri")
@@ -83,7 +83,7 @@ def parse_gemini(body: Mapping[str, Any]) -> list[Part]:
         raise BadRecord("'contents' is missing or not a list")
     parts: list[Part] = []
     for i, tool in enumerate(require_list(body.get("tools"), "tools")):
-        if not isinstance(tool, Mapping):
+        if not isinstance(tool, MAPPING):
             raise BadRecord(f"tools[{i}] is not an object")
         decls = _get(tool, "functionDeclarations")
         if isinstance(decls, list) and decls:
@@ -96,14 +96,14 @@ def parse_gemini(body: Mapping[str, Any]) -> list[Part]:
     system = body.get(sys_key)
     if isinstance(system, str):
         parts.append(Part("system", sys_key, system, "system"))
-    elif isinstance(system, Mapping):
+    elif isinstance(system, MAPPING):
         for j, p in enumerate(require_list(system.get("parts"), f"{sys_key}.parts")):
             got = _part(p, f"{sys_key}.parts[{j}]", "system", None)
             parts.append(Part("system", got.path, got.text, "system"))
     elif system is not None:
         raise BadRecord(f"'{sys_key}' is neither a string nor a content object")
     for i, c in enumerate(contents):
-        if not isinstance(c, Mapping):
+        if not isinstance(c, MAPPING):
             raise BadRecord(f"contents[{i}] is not a content object")
         raw_role = c.get("role") or "user"
         role = ROLE.get(raw_role)
@@ -127,7 +127,7 @@ def params_of(body: Mapping[str, Any]) -> dict[str, Any]:
         if v is not None:
             out[k] = v
     gc = _get(body, "generationConfig")
-    if isinstance(gc, Mapping):
+    if isinstance(gc, MAPPING):
         for k in GENERATION_PARAMS:
             if gc.get(k) is not None:
                 camel = "".join(w.capitalize() if n else w for n, w in enumerate(k.split("_")))

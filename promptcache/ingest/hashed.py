@@ -25,7 +25,7 @@ from typing import Any
 
 from ..errors import BadRecord
 from ..model import HashedPrompt, Request, Source
-from .common import provider_for_model
+from .common import MAPPING, provider_for_model
 
 #: Tokens per hashed block in Mooncake traces (their README).
 MOONCAKE_BLOCK_TOKENS = 512
@@ -103,7 +103,7 @@ class BailianReader:
         return BailianReader()
 
     def __call__(self, rec: Any, src: Source, opts: Any) -> Request:
-        if not isinstance(rec, Mapping):
+        if not isinstance(rec, MAPPING):
             raise BadRecord("record is not a JSON object")
         hp, arrival, _ = parse_hashed(rec, getattr(opts, "hash_block_tokens", None) or BAILIAN_BLOCK_TOKENS, 1.0)
         cid = _chat_id(rec.get("chat_id"), "chat_id")

@@ -21,7 +21,7 @@ from typing import Any
 from ..errors import BadRecord
 from ..model import Part, Request, Source
 from .bodies import BODY_APIS, body_format, default_id, parse_body
-from .common import as_mapping, loads_if_json, provider_alias, provider_for_model
+from .common import MAPPING, as_mapping, loads_if_json, provider_alias, provider_for_model
 from .fields import find_session, parse_time
 from .usage import find_usage, helicone_usage
 
@@ -48,7 +48,7 @@ def parse_helicone(rec: Any, src: Source, opts: Any) -> Request:
     Raises:
         BadRecord: for a malformed body, time or usage count.
     """
-    if not isinstance(rec, Mapping):
+    if not isinstance(rec, MAPPING):
         raise BadRecord("record is not a JSON object")
     raw = rec.get("request_body")
     body = None if raw in (None, "", {}) else as_mapping(raw, "request_body")
@@ -63,14 +63,14 @@ def parse_helicone(rec: Any, src: Source, opts: Any) -> Request:
             raise BadRecord("'request_body' is no chat, responses, messages or generateContent body")
         b = parse_body(body, fmt)
         parts, params, cache_key, retention = b.parts, b.params, b.cache_key, b.retention
-    r = resp if isinstance(resp, Mapping) else {}
+    r = resp if isinstance(resp, MAPPING) else {}
     model = rec.get("model") or (body or {}).get("model") or r.get("model") or getattr(opts, "model", None)
     model = str(model) if model else None
     provider = provider_for_model(model) or provider_alias(rec.get("provider"))
     if provider is None and fmt is not None:
         provider = BODY_APIS[fmt][1]
     props = loads_if_json(rec.get("properties") or rec.get("request_properties"))
-    props = props if isinstance(props, Mapping) else {}
+    props = props if isinstance(props, MAPPING) else {}
     session = props.get(SESSION_PROPERTY) or find_session(rec, body)
     created = rec.get("request_created_at")
     usage = helicone_usage(rec)

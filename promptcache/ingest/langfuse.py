@@ -22,7 +22,7 @@ from ..errors import BadRecord
 from ..model import Part, Request, Source
 from . import openai as _openai
 from .bodies import BODY_APIS, body_format, cache_key_of, default_id, parse_body, reprefix
-from .common import Skipped, loads_if_json, provider_for_model
+from .common import MAPPING, Skipped, loads_if_json, provider_for_model
 from .fields import parse_time
 from .usage import langfuse_usage
 
@@ -39,7 +39,7 @@ def looks_langfuse(rec: Mapping[str, Any]) -> bool:
     if "traceId" in rec and ("usageDetails" in rec or "costDetails" in rec or str(rec.get("type", "")).upper() in OBSERVATION_TYPES):
         return True
     data = rec.get("data")
-    return isinstance(data, list) and bool(data) and isinstance(data[0], Mapping) and looks_langfuse(data[0])
+    return isinstance(data, list) and bool(data) and isinstance(data[0], MAPPING) and looks_langfuse(data[0])
 
 
 def _parts(inp: Any) -> tuple[str | None, tuple[Part, ...], dict[str, Any], str | None]:
@@ -58,7 +58,7 @@ def _parts(inp: Any) -> tuple[str | None, tuple[Part, ...], dict[str, Any], str 
         fmt = body_format(body) or "openai-chat"
         b = parse_body(body, fmt)
         return fmt, reprefix(b.parts, "messages", "input"), b.params, None
-    if isinstance(inp, Mapping):
+    if isinstance(inp, MAPPING):
         fmt = body_format(inp)
         if fmt is None:
             raise BadRecord("'input' is an object but no messages, input or contents body")
@@ -68,21 +68,21 @@ def _parts(inp: Any) -> tuple[str | None, tuple[Part, ...], dict[str, Any], str 
 
 
 def _observation(obs: Any, src: Source, opts: Any) -> Request | Skipped:
-    if not isinstance(obs, Mapping):
+    if not isinstance(obs, MAPPING):
         raise BadRecord("observation is not a JSON object")
     typ = obs.get("type")
     if typ is not None and str(typ).upper() != "GENERATION":
         return Skipped(f"Langfuse {str(typ).upper()} observation (not an LLM call)")
     fmt, parts, params, cache_key = _parts(obs.get("input"))
     mp = loads_if_json(obs.get("modelParameters"))
-    mp = mp if isinstance(mp, Mapping) else {}
+    mp = mp if isinstance(mp, MAPPING) else {}
     md = loads_if_json(obs.get("metadata"))
-    md = md if isinstance(md, Mapping) else {}
+    md = md if isinstance(md, MAPPING) else {}
     params = {**_openai.params_of(mp), **params}
     cache_key = cache_key or cache_key_of(mp) or cache_key_of(md)
     model = obs.get("model") or getattr(opts, "model", None)
     model = str(model) if model else None
-    trace = obs.get("trace") if isinstance(obs.get("trace"), Mapping) else {}
+    trace = obs.get("trace") if isinstance(obs.get("trace"), MAPPING) else {}
     session = obs.get("sessionId") or trace.get("sessionId") or obs.get("traceId")
     details = obs.get("usageDetails") or obs.get("usage")
     start = obs.get("startTime")
@@ -109,7 +109,7 @@ def parse_langfuse(rec: Any, src: Source, opts: Any) -> list[Request | Skipped |
     Raises:
         BadRecord: when the record is not an object, or a lone observation is malformed.
     """
-    if not isinstance(rec, Mapping):
+    if not isinstance(rec, MAPPING):
         raise BadRecord("record is not a JSON object")
     if "traceId" not in rec and isinstance(rec.get("data"), list):
         out: list[Request | Skipped | BadRecord] = []

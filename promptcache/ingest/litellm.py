@@ -22,7 +22,7 @@ from typing import Any
 from ..errors import BadRecord
 from ..model import Part, Request, Source
 from .bodies import BODY_APIS, body_format, default_id, parse_body
-from .common import loads_if_json, provider_alias, provider_for_model
+from .common import MAPPING, loads_if_json, provider_alias, provider_for_model
 from .fields import find_session, parse_time
 from .usage import litellm_usage
 
@@ -41,19 +41,19 @@ def _request_body(rec: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, str
         BadRecord: when ``messages`` holds something that is no prompt.
     """
     psr = loads_if_json(rec.get("proxy_server_request"))
-    if isinstance(psr, Mapping) and isinstance(loads_if_json(psr.get("body")), Mapping) and "messages" not in psr:
+    if isinstance(psr, MAPPING) and isinstance(loads_if_json(psr.get("body")), Mapping) and "messages" not in psr:
         url = str(psr.get("url", ""))
         psr = loads_if_json(psr["body"])
     else:
         url = ""
-    if isinstance(psr, Mapping) and any(k in psr for k in ("messages", "input", "contents", "prompt")):
+    if isinstance(psr, MAPPING) and any(k in psr for k in ("messages", "input", "contents", "prompt")):
         return psr, url
     msgs = loads_if_json(rec.get("messages"))
     if msgs in (None, "", {}, []):
         return None, ""
     if isinstance(msgs, list):
         return {"messages": msgs}, ""
-    if isinstance(msgs, Mapping) and any(k in msgs for k in ("messages", "input", "contents")):
+    if isinstance(msgs, MAPPING) and any(k in msgs for k in ("messages", "input", "contents")):
         return msgs, ""
     if isinstance(msgs, str):
         return {"prompt": msgs}, ""
@@ -72,14 +72,14 @@ def parse_litellm(rec: Any, src: Source, opts: Any) -> Request:
     Raises:
         BadRecord: for a malformed body, time or usage count.
     """
-    if not isinstance(rec, Mapping):
+    if not isinstance(rec, MAPPING):
         raise BadRecord("record is not a JSON object")
     body, url = _request_body(rec)
     md = loads_if_json(rec.get("metadata"))
-    md = md if isinstance(md, Mapping) else {}
+    md = md if isinstance(md, MAPPING) else {}
     resp = loads_if_json(rec.get("response"))
     usage_object = md.get("usage_object")
-    if not isinstance(usage_object, Mapping) and isinstance(resp, Mapping):
+    if not isinstance(usage_object, MAPPING) and isinstance(resp, MAPPING):
         usage_object = resp.get("usage")
     fmt: str | None = None
     parts: tuple[Part, ...] = ()

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import BadRecord
 from ..model import Breakpoint, Part
-from .common import HISTORY, PARTS, blob_digest, require_list, stable_json
+from .common import HISTORY, MAPPING, PARTS, blob_digest, require_list, stable_json
 
 ROLE_KIND = {
     "system": "system", "developer": "system", "user": "user", "assistant": "assistant",
@@ -30,7 +30,7 @@ def _breakpoint(block: Mapping[str, Any]) -> Breakpoint | None:
     bp = block.get("prompt_cache_breakpoint") or block.get("cache_control")
     if not bp:
         return None
-    ttl = bp.get("ttl") if isinstance(bp, Mapping) else None
+    ttl = bp.get("ttl") if isinstance(bp, MAPPING) else None
     return Breakpoint(ttl_seconds=_ttl_seconds(ttl))
 
 
@@ -51,7 +51,7 @@ def content_block_part(block: Any, path: str, kind: str, role: str | None, msg: 
     """One content block of a message as a Part (text, image, audio, file)."""
     if isinstance(block, str):
         return Part(kind, path, block, role, msg)
-    if not isinstance(block, Mapping):
+    if not isinstance(block, MAPPING):
         raise BadRecord(f"{path} is not a content block")
     t = block.get("type")
     bp = _breakpoint(block)
@@ -62,8 +62,8 @@ def content_block_part(block: Any, path: str, kind: str, role: str | None, msg: 
         return Part(kind, path, text, role, msg, bp)
     if t in ("image_url", "input_image", "image"):
         src = block.get("image_url") or block.get("source") or block
-        detail = src.get("detail", "") if isinstance(src, Mapping) else ""
-        ref = src.get("url") if isinstance(src, Mapping) else src
+        detail = src.get("detail", "") if isinstance(src, MAPPING) else ""
+        ref = src.get("url") if isinstance(src, MAPPING) else src
         tag = f"<image {blob_digest(ref or stable_json(block))}{' ' + detail if detail else ''}>"
         return Part("image", path, tag, role, msg, bp)
     if t in ("input_audio", "file", "input_file", "document"):
@@ -90,7 +90,7 @@ def parse_chat(body: Mapping[str, Any]) -> list[Part]:
 
 def _chat_message(i: int, m: Any) -> list[Part]:
     """The parts of one Chat Completions message."""
-    if type(m) is not dict and not isinstance(m, Mapping):  # (the ABC check is slow: dicts first)
+    if type(m) is not dict and not isinstance(m, MAPPING):  # (the ABC check is slow: dicts first)
         raise BadRecord(f"messages[{i}] is not an object")
     role = m.get("role")
     if not isinstance(role, str):
@@ -106,11 +106,11 @@ def _chat_message(i: int, m: Any) -> list[Part]:
     elif content is not None:
         raise BadRecord(f"messages[{i}].content is neither a string nor a list")
     for k, tc in enumerate(require_list(m.get("tool_calls"), f"messages[{i}].tool_calls")):
-        fn = tc.get("function", tc) if type(tc) is dict or isinstance(tc, Mapping) else {}
+        fn = tc.get("function", tc) if type(tc) is dict or isinstance(tc, MAPPING) else {}
         parts.append(Part("tool_call", f"messages[{i}].tool_calls[{k}]",
                           stable_json({"name": fn.get("name"), "arguments": fn.get("arguments")}), role, i))
     fc = m.get("function_call")
-    if fc is not None and isinstance(fc, Mapping):
+    if fc is not None and isinstance(fc, MAPPING):
         parts.append(Part("tool_call", f"messages[{i}].function_call", stable_json(fc), role, i))
     if not parts:  # empty message: still framed
         parts.append(Part(kind, f"messages[{i}].content", "", role, i))
@@ -138,7 +138,7 @@ def parse_responses(body: Mapping[str, Any]) -> list[Part]:
         if isinstance(item, str):
             parts.append(Part("user", path, item, "user", i))
             continue
-        if not isinstance(item, Mapping):
+        if not isinstance(item, MAPPING):
             raise BadRecord(f"{path} is not an object")
         t = item.get("type", "message")
         if t == "message" or "role" in item:

@@ -35,7 +35,7 @@ from ..errors import BadRecord
 from ..model import Part, Request, Source
 from . import openai as _openai
 from .bodies import default_id, reprefix
-from .common import Skipped, blob_digest, loads_if_json, provider_alias, provider_for_model, stable_json
+from .common import MAPPING, Skipped, blob_digest, loads_if_json, provider_alias, provider_for_model, stable_json
 from .fields import parse_time
 from .usage import otel_usage
 
@@ -55,7 +55,7 @@ def any_value(v: Any) -> Any:
     Raises:
         BadRecord: for an ``intValue`` that is not an integer.
     """
-    if not isinstance(v, Mapping):
+    if not isinstance(v, MAPPING):
         return v
     if "stringValue" in v:
         return v["stringValue"]
@@ -72,7 +72,7 @@ def any_value(v: Any) -> Any:
         return [any_value(x) for x in (v["arrayValue"] or {}).get("values") or []]
     if "kvlistValue" in v:
         return {kv.get("key"): any_value(kv.get("value")) for kv in (v["kvlistValue"] or {}).get("values") or []
-                if isinstance(kv, Mapping)}
+                if isinstance(kv, MAPPING)}
     if "bytesValue" in v:
         return v["bytesValue"]
     return None
@@ -86,12 +86,12 @@ def attributes(obj: Any, what: str = "attributes") -> dict[str, Any]:
     """
     if obj is None:
         return {}
-    if isinstance(obj, Mapping):
+    if isinstance(obj, MAPPING):
         return dict(obj)
     if isinstance(obj, list):
         out: dict[str, Any] = {}
         for kv in obj:
-            if not isinstance(kv, Mapping) or not isinstance(kv.get("key"), str):
+            if not isinstance(kv, MAPPING) or not isinstance(kv.get("key"), str):
                 raise BadRecord(f"{what} holds an entry without a key")
             out[kv["key"]] = any_value(kv.get("value"))
         return out
@@ -106,7 +106,7 @@ def looks_otel(rec: Mapping[str, Any]) -> bool:
     if "attributes" not in rec:
         return False
     ctx = rec.get("context")
-    return "spanId" in rec or "startTimeUnixNano" in rec or (isinstance(ctx, Mapping) and "span_id" in ctx)
+    return "spanId" in rec or "startTimeUnixNano" in rec or (isinstance(ctx, MAPPING) and "span_id" in ctx)
 
 
 def _semconv_parts(msgs: Any, base: str) -> list[Part]:
@@ -114,7 +114,7 @@ def _semconv_parts(msgs: Any, base: str) -> list[Part]:
         raise BadRecord(f"{base} is not a list of messages")
     out: list[Part] = []
     for i, m in enumerate(msgs):
-        if not isinstance(m, Mapping) or not isinstance(m.get("role"), str):
+        if not isinstance(m, MAPPING) or not isinstance(m.get("role"), str):
             raise BadRecord(f"{base}[{i}] has no role")
         role = m["role"]
         kind = _openai.ROLE_KIND.get(role, "user")
@@ -123,7 +123,7 @@ def _semconv_parts(msgs: Any, base: str) -> list[Part]:
             raise BadRecord(f"{base}[{i}].parts is not a list")
         for j, p in enumerate(mparts):
             path = f"{base}[{i}].parts[{j}]"
-            if not isinstance(p, Mapping):
+            if not isinstance(p, MAPPING):
                 raise BadRecord(f"{path} is not a part object")
             t = p.get("type")
             if t in ("text", "reasoning"):
@@ -155,7 +155,7 @@ def _system_parts(si: Any) -> list[Part]:
     out = []
     for j, p in enumerate(si):
         path = f"gen_ai.system_instructions[{j}]"
-        if isinstance(p, Mapping) and isinstance(p.get("content"), str):
+        if isinstance(p, MAPPING) and isinstance(p.get("content"), str):
             out.append(Part("system", path, p["content"], "system"))
         else:
             out.append(Part("system", path, stable_json(p), "system"))
@@ -211,7 +211,7 @@ def _content(attrs: Mapping[str, Any], events: list[tuple[str, dict[str, Any]]])
         if role is None:
             continue
         body = loads_if_json(ea.get("gen_ai.event.content"))
-        content = ea.get("content", body.get("content") if isinstance(body, Mapping) else None)
+        content = ea.get("content", body.get("content") if isinstance(body, MAPPING) else None)
         text = content if isinstance(content, str) else ("" if content is None else stable_json(content))
         parts.append(Part(_openai.ROLE_KIND.get(role, "user"), f"events[{e}]", text, role, k))
         k += 1
@@ -230,12 +230,12 @@ def _arrival(span: Mapping[str, Any]) -> float | None:
 
 
 def _span(span: Any, src: Source, opts: Any) -> Request | Skipped:
-    if not isinstance(span, Mapping):
+    if not isinstance(span, MAPPING):
         raise BadRecord("span is not a JSON object")
     attrs = attributes(span.get("attributes"))
     events: list[tuple[str, dict[str, Any]]] = []
     for e in span.get("events") or []:
-        if isinstance(e, Mapping):
+        if isinstance(e, MAPPING):
             events.append((str(e.get("name", "")), attributes(e.get("attributes"), "event attributes")))
     for name, ea in events:
         if name == DETAILS_EVENT:
@@ -257,7 +257,7 @@ def _span(span: Any, src: Source, opts: Any) -> Request | Skipped:
     model = str(model) if model else None
     pname = (attrs.get("gen_ai.provider.name") or attrs.get("gen_ai.system") or attrs.get("llm.provider")
              or attrs.get("llm.system"))
-    ctx = span.get("context") if isinstance(span.get("context"), Mapping) else {}
+    ctx = span.get("context") if isinstance(span.get("context"), MAPPING) else {}
     sid = span.get("spanId") or ctx.get("span_id") or attrs.get("gen_ai.response.id")
     session = attrs.get("gen_ai.conversation.id") or attrs.get("session.id")
     return Request(
@@ -283,7 +283,7 @@ def parse_otel(rec: Any, src: Source, opts: Any) -> list[Request | Skipped | Bad
     Raises:
         BadRecord: when the record is not an object, or its structure is not OTLP.
     """
-    if not isinstance(rec, Mapping):
+    if not isinstance(rec, MAPPING):
         raise BadRecord("record is not a JSON object")
     if "resourceSpans" not in rec:
         return [_span(rec, src, opts)]
@@ -292,19 +292,19 @@ def parse_otel(rec: Any, src: Source, opts: Any) -> list[Request | Skipped | Bad
     if not isinstance(rss, list):
         raise BadRecord("'resourceSpans' is not a list")
     for r, rs in enumerate(rss):
-        if not isinstance(rs, Mapping):
+        if not isinstance(rs, MAPPING):
             raise BadRecord(f"resourceSpans[{r}] is not an object")
         scopes = rs.get("scopeSpans", rs.get("instrumentationLibrarySpans")) or []
         if not isinstance(scopes, list):
             raise BadRecord(f"resourceSpans[{r}].scopeSpans is not a list")
         for s, ss in enumerate(scopes):
-            spans = ss.get("spans") if isinstance(ss, Mapping) else None
+            spans = ss.get("spans") if isinstance(ss, MAPPING) else None
             if not isinstance(spans, list):
                 raise BadRecord(f"resourceSpans[{r}].scopeSpans[{s}].spans is not a list")
             for k, span in enumerate(spans):
                 try:
                     out.append(_span(span, src, opts))
                 except BadRecord as e:
-                    name = span.get("spanId") if isinstance(span, Mapping) else None
+                    name = span.get("spanId") if isinstance(span, MAPPING) else None
                     out.append(BadRecord(f"span {name or f'resourceSpans[{r}].scopeSpans[{s}].spans[{k}]'}: {e}"))
     return out

@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import BadRecord
 from ..model import Part, Request, Source
 from .bodies import default_id
-from .common import provider_for_model, stable_json
+from .common import MAPPING, provider_for_model, stable_json
 
 #: ShareGPT speaker → (chat role, part kind).
 SPEAKERS = {
@@ -49,7 +49,7 @@ def parse_sharegpt(rec: Any, src: Source, opts: Any) -> list[Request]:
         BadRecord: for an unknown speaker, a non-string value, or a conversation without a
             human turn.
     """
-    if not isinstance(rec, Mapping):
+    if not isinstance(rec, MAPPING):
         raise BadRecord("record is not a JSON object")
     convs = rec.get("conversations")
     if not isinstance(convs, list):
@@ -64,7 +64,7 @@ def parse_sharegpt(rec: Any, src: Source, opts: Any) -> list[Request]:
     msgs: list[Part] = []
     turns: list[int] = []
     for i, m in enumerate(convs):
-        if not isinstance(m, Mapping):
+        if not isinstance(m, MAPPING):
             raise BadRecord(f"conversations[{i}] is not an object")
         who = m.get("from")
         if who not in SPEAKERS:

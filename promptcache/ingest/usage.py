@@ -22,6 +22,7 @@ from typing import Any
 
 from ..errors import BadRecord
 from ..model import Usage
+from .common import MAPPING
 
 
 def _int(v: Any, what: str) -> int:
@@ -38,7 +39,7 @@ def normalize_usage(u: Any) -> Usage | None:
     Raises:
         BadRecord: when a count is negative or not a number.
     """
-    if not isinstance(u, Mapping):
+    if not isinstance(u, MAPPING):
         return None
     g = u.get
     # Anthropic (and Bedrock Converse-style camelCase).
@@ -46,7 +47,7 @@ def normalize_usage(u: Any) -> Usage | None:
         read = _int(g("cache_read_input_tokens"), "cache_read_input_tokens")
         write = _int(g("cache_creation_input_tokens"), "cache_creation_input_tokens")
         cc = g("cache_creation")
-        w1h = _int(cc.get("ephemeral_1h_input_tokens"), "ephemeral_1h_input_tokens") if isinstance(cc, Mapping) else 0
+        w1h = _int(cc.get("ephemeral_1h_input_tokens"), "ephemeral_1h_input_tokens") if isinstance(cc, MAPPING) else 0
         rest = _int(g("input_tokens"), "input_tokens")
         return Usage(rest + read + write, _int(g("output_tokens"), "output_tokens"), read, write, w1h)
     if "cacheReadInputTokens" in u or "cacheWriteInputTokens" in u:
@@ -69,16 +70,16 @@ def normalize_usage(u: Any) -> Usage | None:
     # OpenAI Chat Completions (and every OpenAI-compatible server).
     if "prompt_tokens" in u:
         d = g("prompt_tokens_details") or {}
-        cached = _int(d.get("cached_tokens"), "cached_tokens") if isinstance(d, Mapping) else 0
+        cached = _int(d.get("cached_tokens"), "cached_tokens") if isinstance(d, MAPPING) else 0
         if not cached:
             cached = _int(g("cached_tokens"), "cached_tokens")  # Together's top-level field
-        write = _int(d.get("cache_write_tokens"), "cache_write_tokens") if isinstance(d, Mapping) else 0
+        write = _int(d.get("cache_write_tokens"), "cache_write_tokens") if isinstance(d, MAPPING) else 0
         return Usage(_int(g("prompt_tokens"), "prompt_tokens"), _int(g("completion_tokens"), "completion_tokens"), cached, write)
     # OpenAI Responses API.
     if "input_tokens" in u:
         d = g("input_tokens_details") or {}
-        cached = _int(d.get("cached_tokens"), "cached_tokens") if isinstance(d, Mapping) else 0
-        write = _int(d.get("cache_write_tokens"), "cache_write_tokens") if isinstance(d, Mapping) else 0
+        cached = _int(d.get("cached_tokens"), "cached_tokens") if isinstance(d, MAPPING) else 0
+        write = _int(d.get("cache_write_tokens"), "cache_write_tokens") if isinstance(d, MAPPING) else 0
         return Usage(_int(g("input_tokens"), "input_tokens"), _int(g("output_tokens"), "output_tokens"), cached, write)
     return None
 
@@ -87,13 +88,13 @@ def find_usage(*objs: Any) -> Usage | None:
     """The first usage found in the given response/wrapper objects (``usage``,
     ``usageMetadata``, or the object itself)."""
     for o in objs:
-        if not isinstance(o, Mapping):
+        if not isinstance(o, MAPPING):
             continue
         for cand in (o.get("usage"), o.get("usageMetadata"), o.get("usage_metadata")):
             got = normalize_usage(cand)
             if got is not None:
                 return got
-        if isinstance(o.get("message"), Mapping):  # Anthropic stream message_start / Claude Code lines
+        if isinstance(o.get("message"), MAPPING):  # Anthropic stream message_start / Claude Code lines
             got = normalize_usage(o["message"].get("usage"))
             if got is not None:
                 return got
@@ -154,9 +155,9 @@ def litellm_usage(rec: Mapping[str, Any], usage_object: Any) -> Usage | None:
     Raises:
         BadRecord: when a count is negative or not a number.
     """
-    uo = usage_object if isinstance(usage_object, Mapping) else {}
+    uo = usage_object if isinstance(usage_object, MAPPING) else {}
     d = uo.get("prompt_tokens_details")
-    d = d if isinstance(d, Mapping) else {}
+    d = d if isinstance(d, MAPPING) else {}
     prompt = _count(rec.get("prompt_tokens"), "prompt_tokens")
     if prompt is None:
         prompt = _count(uo.get("prompt_tokens"), "usage_object.prompt_tokens")
@@ -170,7 +171,7 @@ def litellm_usage(rec: Mapping[str, Any], usage_object: Any) -> Usage | None:
     if write is None:
         write = _count(d.get("cache_creation_tokens"), "prompt_tokens_details.cache_creation_tokens")
     details = d.get("cache_creation_token_details") or uo.get("cache_creation")
-    w1h = _count(details.get("ephemeral_1h_input_tokens"), "ephemeral_1h_input_tokens") if isinstance(details, Mapping) else None
+    w1h = _count(details.get("ephemeral_1h_input_tokens"), "ephemeral_1h_input_tokens") if isinstance(details, MAPPING) else None
     read, write, w1h = read or 0, write or 0, w1h or 0
     if not prompt and not out and not read and not write:
         return None
@@ -193,7 +194,7 @@ def langfuse_usage(details: Any) -> Usage | None:
     Raises:
         BadRecord: when a count is negative or not a number.
     """
-    if not isinstance(details, Mapping) or not details:
+    if not isinstance(details, MAPPING) or not details:
         return None
     plain = read = write = split_total = split_1h = out_sum = 0
     out_plain: int | None = None
