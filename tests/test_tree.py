@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from collections import OrderedDict
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from promptcache.prefix.tree import PrefixTree
@@ -169,3 +170,32 @@ def test_common_prefix_matches_a_plain_loop():
             assert common_prefix(a, np.array(b, "<u4").tobytes(), 4, off * 4) == want
             assert common_prefix(np.array(base, "<u8").tobytes(), np.array(b[:cut + 5], "<u8").tobytes(), 8) == \
                 next((i for i, (x, y) in enumerate(zip(base, b[:cut + 5])) if x != y), min(n, cut + 5))
+
+
+@pytest.mark.parametrize("direct", [True, False])
+def test_spilled_edges_read_back_exactly(monkeypatch, direct):
+    """Spilled edges come back byte for byte, whether the spill file is written with O_DIRECT
+    (through a small aligned buffer here, so that edges cross its end; page-padded batches) or
+    buffered (where the platform has no O_DIRECT)."""
+    import os
+
+    from promptcache.prefix.tree import _SpillFile
+
+    monkeypatch.setattr(_SpillFile, "BUFFER", 8192)
+    if not direct:
+        monkeypatch.delattr(os, "O_DIRECT", raising=False)
+    elif not hasattr(os, "O_DIRECT") or not _SpillFile().direct:
+        pytest.skip("no O_DIRECT spill file here")
+    f = _SpillFile()
+    assert f.direct == direct
+    rng = __import__("random").Random(3)
+    batches = [[rng.randbytes(rng.randrange(1, 9000)) for _ in range(rng.randrange(1, 6))] for _ in range(12)]
+    where = []
+    for keys in batches:
+        at = f.write(keys)
+        for k in keys:
+            where.append((at, k))
+            at += len(k)
+    assert all(f.read(at, len(k)) == k for at, k in where)
+    if direct:
+        assert f.end % _SpillFile.ALIGN == 0

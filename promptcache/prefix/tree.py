@@ -23,10 +23,13 @@ Semantics (mirroring SGLang's ``RadixCache`` and vLLM's block pool):
 from __future__ import annotations
 
 import collections
+import contextlib
 import heapq
 import itertools
+import mmap
 import os
 import tempfile
+import weakref
 from typing import Any, Iterator
 
 from .lcp import common_prefix
@@ -54,6 +57,105 @@ class Node:
         self.uses = 0
         self.hits = 0
         self.recent: Node | None = None  # most recently touched child
+
+
+class _SpillFile:
+    """An anonymous temporary file that spilled edges are appended to and read back from.
+
+    Where the platform allows, it is written with ``O_DIRECT`` (from a page-aligned buffer,
+    each batch padded to whole pages) and read through a second, buffered descriptor: on ext4
+    a buffered write costs about 2.6 ms of kernel time per MB (1.9 s for the 720 MB a
+    100k-request audit spills), a direct one about 0.03 ms per MB and a wait on the disk.
+    Elsewhere (tmpfs, macOS) it is an unbuffered ``tempfile.TemporaryFile``.
+    """
+
+    ALIGN = 4096
+    BUFFER = 4 << 20  # bytes written per O_DIRECT call
+
+    def __init__(self) -> None:
+        self.end = 0
+        self.direct = False
+        self._file: Any = None
+        self._buf: mmap.mmap | None = None  # the aligned write buffer (O_DIRECT)
+        try:
+            fd = os.open(tempfile.gettempdir(), os.O_TMPFILE | os.O_RDWR | os.O_DIRECT, 0o600)  # type: ignore[attr-defined]
+        except (AttributeError, OSError):
+            self._file = tempfile.TemporaryFile(prefix="promptcache-spill-", buffering=0)
+            self.wfd = self.rfd = self._file.fileno()
+            return
+        try:
+            rfd = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY)
+        except OSError:
+            os.close(fd)
+            self._file = tempfile.TemporaryFile(prefix="promptcache-spill-", buffering=0)
+            self.wfd = self.rfd = self._file.fileno()
+            return
+        self.direct = True
+        self.wfd, self.rfd = fd, rfd
+        self._fds = [fd, rfd]
+        weakref.finalize(self, _close_fds, self._fds)
+
+    def write(self, keys: list[bytes]) -> int:
+        """Append ``keys`` back to back; returns the offset of the first."""
+        at = self.end
+        if self.direct and self._write_direct(keys, at):
+            return at
+        data = b"".join(keys)
+        written = 0
+        while written < len(data):  # unbuffered: readable at once
+            written += os.pwrite(self.wfd, memoryview(data)[written:], at + written)
+        self.end = at + len(data)
+        return at
+
+    def _write_direct(self, keys: list[bytes], at: int) -> bool:
+        """Write ``keys`` at ``at`` with ``O_DIRECT`` through one :data:`BUFFER`-byte aligned
+        buffer, the last page padded; False (and buffered writes from now on) where the file
+        system takes the flag but not the write."""
+        if self._buf is None:
+            self._buf = mmap.mmap(-1, self.BUFFER)  # page-aligned, as O_DIRECT needs; kept: new pages fault
+        view = memoryview(self._buf)
+        pos = at  # where the buffer's contents go in the file
+        fill = 0
+        try:
+            for k in keys:
+                i = 0
+                while i < len(k):
+                    m = min(len(k) - i, self.BUFFER - fill)
+                    view[fill:fill + m] = memoryview(k)[i:i + m]
+                    fill += m
+                    i += m
+                    if fill == self.BUFFER:
+                        self._pwrite_all(view, pos)
+                        pos += fill
+                        fill = 0
+            if fill:
+                size = -(-fill // self.ALIGN) * self.ALIGN
+                self._pwrite_all(view[:size], pos)
+                pos += size
+        except OSError:
+            self.direct = False
+            self.wfd = os.open(f"/proc/self/fd/{self.rfd}", os.O_WRONLY)
+            self._fds.append(self.wfd)
+            return False
+        finally:
+            view.release()
+        self.end = pos
+        return True
+
+    def _pwrite_all(self, data: memoryview, offset: int) -> None:
+        written = 0
+        while written < len(data):
+            written += os.pwrite(self.wfd, data[written:], offset + written)
+
+    def read(self, offset: int, n: int) -> bytes:
+        """``n`` bytes at ``offset``."""
+        return os.pread(self.rfd, n, offset)
+
+
+def _close_fds(fds: list[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 class PrefixTree:
@@ -88,8 +190,7 @@ class PrefixTree:
         # Spilling (unbounded trees only): edges untouched for ``spill_after`` accesses move to a
         # temporary file, so memory holds the prefixes in use, not every prefix ever seen.
         self.spill_after = spill_after if ttl is None and capacity_units is None else None
-        self._spill_file: Any = None
-        self._spill_end = 0
+        self._spill: _SpillFile | None = None
         self._cold: collections.deque[tuple[int, Node]] = collections.deque()
         self.spilled_bytes = 0
 
@@ -135,7 +236,9 @@ class PrefixTree:
         # the leading edges read whole that end inside the stored prefix, with no other
         # simulation's hit ending inside them, are touched as they are read (the store below
         # would touch them the same way): ``touched`` of them, ending at ``tdepth``
+        touching = True
         touched = tdepth = 0
+        append = path.append
         while pos < n:
             child = node.children.get(seq[pos:pos + W])
             if child is not None and ttl is not None and now - child.last > ttl:
@@ -147,9 +250,13 @@ class PrefixTree:
                     other = r.creator
                 break
             k = child.key if child.spill < 0 else self._read(child)
-            if seq.startswith(k, pos):
-                end = pos + len(k)
-                if touched == len(path) and end <= store and not pos < hit < end:
+            if not seq.startswith(k, pos):
+                other = child.creator
+                partial = child
+                break
+            end = pos + len(k)
+            if touching:
+                if end <= store and not pos < hit < end:
                     child.uses += 1
                     if end <= hit:
                         child.hits += 1
@@ -157,15 +264,14 @@ class PrefixTree:
                         child.last = t
                     child.tick = tick
                     node.recent = child
-                    touched += 1
-                    tdepth = end
-                pos = end
-                path.append(child)
-                node = child
-                continue
-            other = child.creator
-            partial = child
-            break
+                else:
+                    touching = False
+                    touched, tdepth = len(path), pos
+            pos = end
+            append(child)
+            node = child
+        if touching:
+            touched, tdepth = len(path), pos
         if other is None and path:
             other = path[-1].creator  # the earlier prompt this one extends or repeats
         lcp = pos
@@ -277,7 +383,8 @@ class PrefixTree:
 
     def _read(self, node: Node) -> bytes:
         """A spilled edge's bytes, from the spill file."""
-        return os.pread(self._spill_file.fileno(), node.nbytes, node.spill)
+        assert self._spill is not None
+        return self._spill.read(node.spill, node.nbytes)
 
     def _materialize(self, node: Node) -> None:
         if node.spill >= 0:
@@ -289,9 +396,8 @@ class PrefixTree:
         assert self.spill_after is not None
         cutoff = tick - self.spill_after
         cold = self._cold
-        if self._spill_file is None:
-            self._spill_file = tempfile.TemporaryFile(prefix="promptcache-spill-", buffering=0)
-            self._spill_end = 0
+        if self._spill is None:
+            self._spill = _SpillFile()
         batch: list[Node] = []
         while cold and cold[0][0] < cutoff:
             _, node = cold.popleft()
@@ -305,17 +411,12 @@ class PrefixTree:
             batch.append(node)
         if not batch:
             return
-        data = b"".join([node.key for node in batch])  # one write: a system call per edge costs more
-        fd, written = self._spill_file.fileno(), 0
-        while written < len(data):  # unbuffered: readable at once
-            written += os.pwrite(fd, memoryview(data)[written:], self._spill_end + written)
-        at = self._spill_end
+        at = self._spill.write([node.key for node in batch])  # one write: a system call per edge costs more
         for node in batch:
             node.spill = at
             at += node.nbytes
+            self.spilled_bytes += node.nbytes
             node.key = node.key[:self.width]  # the first unit stays: it names the edge
-        self._spill_end = at
-        self.spilled_bytes += written
 
     # ----------------------------------------------------------------- internals
 
