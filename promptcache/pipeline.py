@@ -32,7 +32,7 @@ from .pricing import PriceBook, Rates, tokens_cost
 from .simulate import Outcome, Prompt, RequestRef, Simulator
 from .simulate.rules import CacheRules, ProviderFile, load_providers, provider as provider_file
 from .prepare import CHUNK, Back, Context, Front, front_process
-from .tokenize import Tokenizer, resolve_tokenizer
+from .tokenize import Tokenizer, one_thread_per_batch, resolve_tokenizer
 
 SCENARIOS = ("no_cache", "reported", "simulated", "ideal")
 #: Inputs from this size on are audited in two processes by default: below it, forking and the
@@ -499,20 +499,21 @@ class Pipeline:
         else:
             return
         state = self.state
-        for kind, deltas, dropped in front_process(lambda: (front, chunks, lambda: (self.inputs, state.warnings))):
-            if kind == "end":
-                inputs, warnings = deltas
-                self.inputs[:] = inputs
-                for w in warnings:
-                    state.warn(w)
-                break
-            back.fill(deltas)
-            for d in deltas:
-                yield self._simulate(*back.assemble(d))
-            back.drop(dropped)
-            done += len(deltas)
-            if progress:
-                progress(done)
+        with one_thread_per_batch():  # each process has a core of its own (the fork inherits this)
+            for kind, deltas, dropped in front_process(lambda: (front, chunks, lambda: (self.inputs, state.warnings))):
+                if kind == "end":
+                    inputs, warnings = deltas
+                    self.inputs[:] = inputs
+                    for w in warnings:
+                        state.warn(w)
+                    break
+                back.fill(deltas)
+                for d in deltas:
+                    yield self._simulate(*back.assemble(d))
+                back.drop(dropped)
+                done += len(deltas)
+                if progress:
+                    progress(done)
 
     def partition_of(self, req: Request, n: int) -> int:
         """The partition (of ``n``) of a request: a stable hash of its ideal cache namespace

@@ -10,7 +10,7 @@ import pytest
 
 from promptcache.errors import ConfigError
 from promptcache.tokenize import TokenMemo, bytes_to_ids, resolve_tokenizer
-from promptcache.tokenize.tiktoken_backend import encoding_for_model, load_encoding
+from promptcache.tokenize.tiktoken_backend import TiktokenTokenizer, encoding_for_model, load_encoding
 
 # tiktoken's own expected hashes of the published BPE files (tiktoken_ext/openai_public.py)
 EXPECTED = {"o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
@@ -138,3 +138,18 @@ def test_characters_newer_than_tiktokens_tables_and_lone_surrogates_tokenize_as_
     assert tok.encode_batch(texts) == [enc.encode_ordinary(t) for t in texts]
     assert [bytes_to_ids(b) for b in TokenMemo(tok).encode(texts)] == [enc.encode_ordinary(t) for t in texts]
     assert bytes_to_ids(TokenMemo(tok).encode(["x\ud800y"])[0]) == enc.encode_ordinary("x\ud800y")
+
+
+def test_one_thread_per_batch_while_two_processes_audit(monkeypatch):
+    """The two-process audit tokenizes each batch on one thread (each process has a core), and
+    puts the setting back afterwards; ids are the same either way."""
+    from promptcache.tokenize import one_thread_per_batch, tiktoken_backend
+
+    tok = TiktokenTokenizer("o200k_base")
+    texts = ["Threads do not change ids. " * 40, "déjà vu 🙂 " * 30]
+    assert tiktoken_backend.THREADS is None
+    with one_thread_per_batch():
+        assert tiktoken_backend.THREADS == 1
+        one = tok.encode_batch_bytes(texts)
+    assert tiktoken_backend.THREADS is None
+    assert one == tok.encode_batch_bytes(texts)

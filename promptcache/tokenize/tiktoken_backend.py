@@ -148,6 +148,11 @@ def _holds_unassigned(text: str) -> bool:
     return bool(_unassigned()[cps].any())
 
 
+#: Threads a batch is tokenized on; ``None``: one per core (see
+#: :func:`promptcache.tokenize.one_thread_per_batch`).
+THREADS: int | None = None
+
+
 class TiktokenTokenizer:
     """OpenAI's tokenizer through tiktoken (exact for OpenAI models); batches go through
     quicktok's faster encoder of the same vocabulary when it is installed."""
@@ -181,7 +186,7 @@ class TiktokenTokenizer:
             return [x.tolist() for x in self._split(texts)]
         if len(texts) < 8:
             return [self.enc.encode_ordinary(t) for t in texts]
-        return self.enc.encode_ordinary_batch(list(texts), num_threads=self._threads)
+        return self.enc.encode_ordinary_batch(list(texts), num_threads=THREADS or self._threads)
 
     def encode_batch_bytes(self, texts: Sequence[str]) -> list[bytes]:
         """Token ids of each text as little-endian uint32 bytes (the memo's form)."""
@@ -191,7 +196,7 @@ class TiktokenTokenizer:
 
     def _split(self, texts: Sequence[str]) -> list:  # list of numpy uint32 arrays
         texts = list(texts)
-        toks, offs = self._fast.encode_batch(texts, self._threads)
+        toks, offs = self._fast.encode_batch(texts, THREADS or self._threads)
         out = [toks[offs[i]:offs[i + 1]] for i in range(len(texts))]
         for i, t in enumerate(texts):
             # quicktok's Unicode tables are newer than tiktoken's: a character assigned since
