@@ -48,8 +48,9 @@ TIP_PROBES = 24  # how many segments shorter than a request a tip it extends may
 TIPS = 1024
 QUEUE_CHUNKS = 4  # prepared chunks either process holds ahead of the other
 # Share of new segments the front half leaves to the back half to tokenize, where the two run in
-# two processes: it starts here and moves by DEFER_STEP per chunk, up while the back half has at most BACKLOG - 1 chunks sent and
-# not yet simulated, down while it has more than BACKLOG (see _front_main).
+# two processes: it starts here and moves by DEFER_STEP per chunk, up while the back half has at
+# most BACKLOG - 1 chunks sent and not yet simulated, down while it has more than BACKLOG (see
+# _front_main).
 DEFER = 0.0
 DEFER_STEP = 0.1
 BACKLOG = 2
@@ -102,6 +103,10 @@ class Context:
         if b is None:
             b = self._frame_bytes[ids] = np.asarray(ids, dtype="<u4").tobytes()
         return b
+
+    def piece(self, seg: Segment, token_bytes: bytes) -> bytes:
+        """A segment's framed unit bytes: its head framing, its text's token bytes, its tail."""
+        return self.frame(seg.head) + token_bytes + self.frame(seg.tail)
 
     def tip_for(self, segs: list[Segment]) -> tuple[int, _FrontTip, list[int]] | None:
         """``(length, tip, patches)`` of the longest tip whose segments lead ``segs`` (all but
@@ -273,7 +278,7 @@ class Front:
                 segs_new = self._keep(ctx, segs_new)
             ids = ctx.memo.encode([s.text for s in segs_new])
             for s, tb in zip(segs_new, ids):
-                ctx.units[id(s)] = (s, ctx.frame(s.head) + tb + ctx.frame(s.tail))
+                ctx.units[id(s)] = (s, ctx.piece(s, tb))
         for d, c in zip(out, ctxs):
             if c is None or d.segments is None:
                 continue
@@ -286,7 +291,6 @@ class Front:
                 for k in list(itertools.islice(ctx.units, len(ctx.units) - UNITS_CACHE // 2)):
                     del ctx.units[k]
         return out
-
 
     def _keep(self, ctx: Context, segs: list[Segment]) -> list[Segment]:
         """The segments this half tokenizes; the others (a :attr:`defer` share of those short
@@ -352,7 +356,7 @@ class Back:
         for ctx, batch in batches.values():
             ids = ctx.memo.encode([s.text for _, _, s in batch])
             for (pieces, i, s), tb in zip(batch, ids):
-                pieces[i] = ctx.frame(s.head) + tb + ctx.frame(s.tail)
+                pieces[i] = ctx.piece(s, tb)
 
     def drop(self, tids: Iterable[int]) -> None:
         """Forget tips the front half let go."""

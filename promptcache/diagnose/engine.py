@@ -102,7 +102,7 @@ def tokens_of(ctx: _Context, req: Request) -> bytes:
     """Render and tokenize a (transformed) request like the pipeline does."""
     segs = ctx.format.render(req)
     ids = ctx.memo.encode([s.text for s in segs])
-    return b"".join(ctx.frame(s.head) + t + ctx.frame(s.tail) for s, t in zip(segs, ids))
+    return b"".join(ctx.piece(s, t) for s, t in zip(segs, ids))
 
 
 def _with_parts(req: Request, fn: Callable[[Part], Part]) -> Request:

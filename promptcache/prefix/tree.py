@@ -77,16 +77,13 @@ class _SpillFile:
         self.direct = False
         self._file: Any = None
         self._buf: mmap.mmap | None = None  # the aligned write buffer (O_DIRECT)
+        fd = -1
         try:
             fd = os.open(tempfile.gettempdir(), os.O_TMPFILE | os.O_RDWR | os.O_DIRECT, 0o600)  # type: ignore[attr-defined]
-        except (AttributeError, OSError):
-            self._file = tempfile.TemporaryFile(prefix="promptcache-spill-", buffering=0)
-            self.wfd = self.rfd = self._file.fileno()
-            return
-        try:
             rfd = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY)
-        except OSError:
-            os.close(fd)
+        except (AttributeError, OSError):
+            if fd >= 0:
+                os.close(fd)
             self._file = tempfile.TemporaryFile(prefix="promptcache-spill-", buffering=0)
             self.wfd = self.rfd = self._file.fileno()
             return
@@ -101,9 +98,7 @@ class _SpillFile:
         if self.direct and self._write_direct(keys, at):
             return at
         data = b"".join(keys)
-        written = 0
-        while written < len(data):  # unbuffered: readable at once
-            written += os.pwrite(self.wfd, memoryview(data)[written:], at + written)
+        self._pwrite_all(memoryview(data), at)  # unbuffered: readable at once
         self.end = at + len(data)
         return at
 
