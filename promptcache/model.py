@@ -3,7 +3,7 @@
 ingest → :class:`Request` → render → :class:`Segment` → tokenize → :class:`TokenizedRequest`
 → simulate → :class:`Outcome` → price → report.
 
-Plain frozen dataclasses: no I/O and no third-party imports. Conventions: token counts are
+Plain immutable records (:func:`record`): no I/O and no third-party imports. Conventions: token counts are
 named ``*_tokens``; times are UTC seconds since the epoch (``float``); lines and columns
 start at 1; money is :class:`decimal.Decimal` in USD.
 """
@@ -12,7 +12,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, dataclass_transform
+
+_T = TypeVar("_T")
+
+
+@dataclass_transform(frozen_default=True)
+def record(cls: type[_T]) -> type[_T]:
+    """A value class: a slotted dataclass, compared and hashed by its fields, frozen for type
+    checkers (PEP 681 ``frozen_default``) and by convention, not at run time.
+
+    ``dataclass(frozen=True)`` sets each field in ``__init__`` through ``object.__setattr__``:
+    690 ns to build a 9-field :class:`Segment` against 127 ns for the plain slotted class
+    (Python 3.11), and a 100k-request audit builds about 3M parts, segments and requests, in
+    the reading process and again when the other process unpickles them.
+    """
+    return dataclass(slots=True, unsafe_hash=True)(cls)
+
 
 #: Where a request's content part came from, in the provider's vocabulary.
 PartKind = Literal[
@@ -28,7 +44,7 @@ PartKind = Literal[
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Breakpoint:
     """An explicit cache breakpoint after a part (Anthropic ``cache_control``, OpenAI
     ``prompt_cache_breakpoint``).
@@ -43,7 +59,7 @@ class Breakpoint:
     automatic: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Part:
     """One content unit of a request, as the log holds it.
 
@@ -67,7 +83,7 @@ class Part:
     breakpoint: Breakpoint | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Usage:
     """Reported token usage, normalised to one meaning whatever the provider.
 
@@ -95,7 +111,7 @@ class Usage:
         return max(0, self.input_tokens - self.cache_read_tokens - self.cache_write_tokens)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HashedPrompt:
     """A prompt known only by its chained block hashes (Mooncake / Bailian traces).
 
@@ -113,7 +129,7 @@ class HashedPrompt:
     output_tokens: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Source:
     """Where a request came from: file path and 1-based line (record index for JSON arrays)."""
 
@@ -124,7 +140,7 @@ class Source:
         return f"{self.path}:{self.line}"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Request:
     """One logged LLM call, normalised across log formats.
 
@@ -184,7 +200,7 @@ def with_parts(req: Request, parts: tuple[Part, ...]) -> Request:
     return Request(*values)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Segment:
     """One rendered unit of the prompt, in the provider's prefix order.
 
@@ -228,7 +244,7 @@ class Segment:
         return self.path, char
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Divergence:
     """Where a prompt stops matching the best earlier prompt.
 

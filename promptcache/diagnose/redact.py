@@ -4,7 +4,7 @@ e-mail addresses and keys masked unless ``--show-text`` is given."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from ..model import record
 from typing import Any
 
 _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -33,7 +33,7 @@ def redact(text: str) -> str:
     return text
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Excerpt:
     """Quoted prompt text, kept as its few characters and formatted when a report shows it.
 
@@ -84,7 +84,7 @@ class Excerpt:
         return redact(s)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Evidence:
     """A cause instance's evidence whose :class:`Excerpt` values are formatted on demand.
 

@@ -8,12 +8,12 @@ log it was found in.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from collections.abc import Mapping
 from typing import Any
 
-from ..model import Part, Source
+from ..model import Part, Source, record
 from . import anthropic as _anthropic
 from . import gemini as _gemini
 from . import openai as _openai
@@ -68,7 +68,7 @@ def body_format(body: Mapping[str, Any], url: str = "") -> str | None:
     return None
 
 
-@dataclass(frozen=True)
+@record
 class Body:
     """A parsed request body.
 
