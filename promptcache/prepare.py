@@ -21,10 +21,14 @@ new text costs, not what its re-sent history does.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
+import io
 import itertools
+import os
 import pickle
 import queue
+import struct
 import threading
 import traceback
 from dataclasses import dataclass
@@ -440,23 +444,94 @@ class Back:
 
 # ---------------------------------------------------------------------- the second process
 
-def _front_main(conn: Any, make: Callable[[], tuple[Front, Iterator[list[Request]], Callable[[], Any]]],
-                taken: Any = None) -> None:
+class _Channel:
+    """One end of a pipe carrying length-prefixed messages between the two processes.
+
+    ``multiprocessing.Connection`` reads a message in pieces of the pipe's buffer (64 KiB),
+    each a new ``bytes`` gathered in a ``BytesIO`` and copied out again; the 100k-request log
+    sends 942 MB. Here the pipe's buffer is raised to 1 MiB where Linux allows
+    (``F_SETPIPE_SZ``), and a message is read straight into one ``bytearray`` (``readinto``):
+    0.8 -> 0.2 s of CPU to receive 196 messages of 4.8 MB, 0.3 -> 0.15 s to send them.
+
+    Args:
+        fd: the pipe's read or write descriptor; the channel owns it.
+    """
+
+    PIPE_BYTES = 1 << 20
+    _HEADER = struct.Struct("<Q")
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self._file = io.FileIO(fd, "rb", closefd=False)
+
+    @classmethod
+    def pipe(cls) -> tuple[_Channel, _Channel]:
+        """A new pipe's ``(read end, write end)``."""
+        r, w = os.pipe()
+        with contextlib.suppress(AttributeError, OSError):  # not Linux, or above pipe-max-size
+            fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, cls.PIPE_BYTES)  # type: ignore[attr-defined]
+        return cls(r), cls(w)
+
+    def send(self, buf: bytes) -> None:
+        """Write one message (blocks while the pipe is full).
+
+        Raises:
+            OSError: when the other end is closed (``BrokenPipeError``).
+        """
+        self._write(memoryview(self._HEADER.pack(len(buf))))
+        self._write(memoryview(buf))
+
+    def _write(self, view: memoryview) -> None:
+        while view:
+            view = view[os.write(self.fd, view):]
+
+    def recv(self) -> bytearray:
+        """Read one message.
+
+        Raises:
+            EOFError: when the write end is closed before a whole message came.
+        """
+        (n,) = self._HEADER.unpack(self._read(self._HEADER.size))
+        return self._read(n)
+
+    def _read(self, n: int) -> bytearray:
+        buf = bytearray(n)
+        view = memoryview(buf)
+        got = 0
+        while got < n:
+            k = self._file.readinto(view[got:])
+            if not k:
+                raise EOFError("the other process closed the pipe")
+            got += k
+        return buf
+
+    def close(self) -> None:
+        """Close the descriptor (once)."""
+        if self.fd >= 0:
+            fd, self.fd = self.fd, -1
+            os.close(fd)
+
+
+def _front_main(conn: _Channel, make: Callable[[], tuple[Front, Iterator[list[Request]], Callable[[], Any]]],
+                taken: Any = None, other: _Channel | None = None) -> None:
     """The front process: prepare chunks and send them, then what the reading found.
 
     A thread sends while the next chunk is prepared (a pipe write releases the GIL), so neither
     process waits for the other to take a chunk. The two halves share the tokenizing: while the
     back half keeps up (``taken``: the chunks it has simulated, in shared memory), the front
     leaves it a growing share of the new segments (:attr:`Front.defer`); once chunks wait for
-    it, a shrinking one.
+    it, a shrinking one. ``other``: the pipe's read end, inherited in the fork and closed
+    here, so that the parent's going away breaks the pipe.
     """
+    if other is not None:
+        other.close()
     out: queue.Queue[bytes | None] = queue.Queue(maxsize=QUEUE_CHUNKS)
     failed: list[BaseException] = []
 
     def sender() -> None:
         try:
             while (buf := out.get()) is not None:
-                conn.send_bytes(buf)
+                conn.send(buf)
         except BaseException as e:  # noqa: BLE001 - the parent went away
             failed.append(e)
             while out.get() is not None:  # drain, so the producer never blocks
@@ -512,18 +587,18 @@ def front_process(make: Callable[[], tuple[Front, Iterator[list[Request]], Calla
     import multiprocessing as mp
 
     mpc = mp.get_context("fork")
-    recv, send = mpc.Pipe(duplex=False)
+    recv, send = _Channel.pipe()
     taken = mpc.RawValue("q", 0)  # chunks simulated here, read there (see _front_main)
-    proc = mpc.Process(target=_front_main, args=(send, make, taken), daemon=True, name="promptcache-front")
+    proc = mpc.Process(target=_front_main, args=(send, make, taken, recv), daemon=True, name="promptcache-front")
     proc.start()
     send.close()
-    inbox: queue.Queue[bytes | None] = queue.Queue(maxsize=QUEUE_CHUNKS)
+    inbox: queue.Queue[bytearray | None] = queue.Queue(maxsize=QUEUE_CHUNKS)
     stop = threading.Event()
 
     def receiver() -> None:  # reads ahead while this process simulates (a pipe read releases the GIL)
         try:
             while not stop.is_set():
-                buf = recv.recv_bytes()
+                buf = recv.recv()
                 while not stop.is_set():
                     try:
                         inbox.put(buf, timeout=0.1)
@@ -557,5 +632,5 @@ def front_process(make: Callable[[], tuple[Front, Iterator[list[Request]], Calla
         if proc.is_alive():
             proc.terminate()
         proc.join()
+        th.join(1)  # the write end is closed now: the receiver sees the end of the pipe
         recv.close()
-        th.join(1)

@@ -105,6 +105,34 @@ def test_front_process_errors_reach_the_caller(tmp_path, small_chunks):
     assert len(res.outcomes) == 81
 
 
+def test_channel_carries_messages_larger_than_the_pipe_between_processes():
+    import hashlib
+    import multiprocessing as mp
+    import random
+
+    rng = random.Random(7)
+    sizes = [0, 1, 8, 65_535, 65_536, 1 << 20, (1 << 20) + 3, 5_000_000]
+    msgs = [rng.randbytes(n) for n in sizes]
+
+    def child(w, r):
+        r.close()
+        for m in msgs:
+            w.send(m)
+        w.close()
+
+    r, w = prepare_mod._Channel.pipe()
+    proc = mp.get_context("fork").Process(target=child, args=(w, r))
+    proc.start()
+    w.close()
+    got = [r.recv() for _ in msgs]
+    with pytest.raises(EOFError):  # the writer closed its end
+        r.recv()
+    proc.join()
+    r.close()
+    assert [len(g) for g in got] == sizes
+    assert [hashlib.sha256(g).digest() for g in got] == [hashlib.sha256(m).digest() for m in msgs]
+
+
 def test_workers_option_is_checked():
     from promptcache.errors import ConfigError
 
