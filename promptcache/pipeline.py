@@ -477,35 +477,41 @@ class Pipeline:
     def steps(self, progress: Callable[[int], None] | None = None) -> Iterator[Step]:
         """Stream every request through the pipeline, in arrival order.
 
-        With :meth:`two_processes`, the first chunk runs here (loading the tokenizers and
+        With :meth:`two_processes`, the first chunk is prepared here (loading the tokenizers and
         warming the memos), then a forked process carries on reading, rendering and tokenizing
-        from where this one stopped and sends :class:`~promptcache.prepare.Delta` s back.
+        from where this one stopped and sends :class:`~promptcache.prepare.Delta` s back, while
+        this one simulates the first chunk.
         """
         front, back = Front(self.state), Back(self.state)
         chunks = self.chunks()
         done = 0
         split = self.two_processes()
-        for chunk in chunks:
-            deltas = front.prepare(chunk)
-            back.fill(deltas)
-            for d in deltas:
-                yield self._simulate(*back.assemble(d))
-            back.drop(front.take_dropped())
-            done += len(chunk)
-            if progress:
-                progress(done)
-            if split:
-                break
-        else:
-            return
-        state = self.state
-        with one_thread_per_batch():  # each process has a core of its own (the fork inherits this)
-            for kind, deltas, dropped in front_process(lambda: (front, chunks, lambda: (self.inputs, state.warnings))):
+        with contextlib.ExitStack() as stack:
+            received = None
+            for chunk in chunks:
+                deltas = front.prepare(chunk)
+                if split:
+                    stack.enter_context(one_thread_per_batch())  # each process has a core of its own (the fork inherits this)
+                    state = self.state
+                    received = front_process(lambda: (front, chunks, lambda: (self.inputs, state.warnings)))
+                    next(received)  # forked: the child reads on while this chunk is simulated here
+                back.fill(deltas)
+                for d in deltas:
+                    yield self._simulate(*back.assemble(d))
+                back.drop(front.take_dropped())
+                done += len(chunk)
+                if progress:
+                    progress(done)
+                if received is not None:
+                    break
+            if received is None:
+                return
+            for kind, deltas, dropped in received:
                 if kind == "end":
                     inputs, warnings = deltas
                     self.inputs[:] = inputs
                     for w in warnings:
-                        state.warn(w)
+                        self.state.warn(w)
                     break
                 back.fill(deltas)
                 for d in deltas:

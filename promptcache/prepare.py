@@ -579,7 +579,8 @@ def front_process(make: Callable[[], tuple[Front, Iterator[list[Request]], Calla
             child carries on from where the parent stopped.
 
     Yields:
-        ``("chunk", deltas, dropped_tip_ids)`` per chunk, then ``("end", result, None)``.
+        ``("started", None, None)`` once the process runs, then ``("chunk", deltas,
+        dropped_tip_ids)`` per chunk, then ``("end", result, None)``.
 
     Raises:
         Whatever the front half raised, re-raised here; RuntimeError when it died.
@@ -614,6 +615,7 @@ def front_process(make: Callable[[], tuple[Front, Iterator[list[Request]], Calla
     th = threading.Thread(target=receiver, name="promptcache-front-receiver", daemon=True)
     th.start()
     try:
+        yield "started", None, None
         while True:
             buf = inbox.get()
             if buf is None:
