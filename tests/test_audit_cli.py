@@ -228,3 +228,27 @@ def test_options_are_validated_and_empty_logs_are_said(tmp_path):
     empty.write_text("")
     res = audit([empty], AuditOptions())
     assert res.outcomes == [] and any("empty.jsonl: no requests found" in w for w in res.warnings)
+
+
+def test_a_run_that_ends_the_process_leaves_its_state_to_the_exit(monkeypatch):
+    """The command line's audit exits without tearing the interpreter down: the run's pipeline
+    and diagnoser are left to the exit, not freed object by object, and the result is the same."""
+    import promptcache.pipeline as pipeline_mod
+    from promptcache.diagnose.engine import Diagnoser
+    from promptcache.report.audit_records import audit_record
+
+    log = [SAMPLES / "agent_timestamp.jsonl"]
+    freed = audit_record(audit(log, AuditOptions(workers=1)))
+    kept: list = []
+    monkeypatch.setattr(pipeline_mod, "KEPT_TO_EXIT", kept)
+    left = audit_record(audit(log, AuditOptions(workers=1)))
+    assert [type(x) for x in kept] == [pipeline_mod.Pipeline, Diagnoser]
+    assert kept[0].state.sim.ideal  # the ideal caches (prefix trees), still held
+    freed.pop("elapsed_s", None), left.pop("elapsed_s", None)
+    assert left == freed
+    # a subprocess run (os._exit at the end) writes the same report
+    p = run_cli("audit", str(log[0]), "--format", "json", "--workers", "1")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    out.pop("elapsed_s", None)
+    assert out["summary"] == json.loads(json.dumps(left["summary"], default=str))

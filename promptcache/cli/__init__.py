@@ -106,9 +106,14 @@ def _leave(code: int, argv: list[str]) -> NoReturn:
     except OSError:  # the reader of stdout went away after the last write
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = int(ExitCode.PIPE_CLOSED)
-    if _one_big_run(argv) and "pytest" not in sys.modules:
+    if _exits_at_once(argv):
         os._exit(code)
     sys.exit(code)
+
+
+def _exits_at_once(argv: list[str]) -> bool:
+    """Whether :func:`_leave` ends the process without tearing the interpreter down."""
+    return _one_big_run(argv) and "pytest" not in sys.modules
 
 
 def main() -> None:
@@ -125,6 +130,10 @@ def main() -> None:
         from ..pipeline import GC_THRESHOLDS
 
         gc.set_threshold(*GC_THRESHOLDS)  # kept to the end (see pipeline.fewer_collections)
+    if _exits_at_once(sys.argv[1:]):
+        from .. import pipeline
+
+        pipeline.KEPT_TO_EXIT = []  # the run's state is left to the exit (see pipeline.collect)
     try:
         argv = _dask_default(sys.argv[1:])
         rc = app(args=argv, standalone_mode=False)
