@@ -490,8 +490,8 @@ class Pipeline:
             received = None
             for chunk in chunks:
                 deltas = front.prepare(chunk)
-                if split:
-                    stack.enter_context(one_thread_per_batch())  # each process has a core of its own (the fork inherits this)
+                if split:  # each process has a core of its own: one tokenizer thread (the fork inherits it)
+                    stack.enter_context(one_thread_per_batch())
                     state = self.state
                     received = front_process(lambda: (front, chunks, lambda: (self.inputs, state.warnings)))
                     next(received)  # forked: the child reads on while this chunk is simulated here

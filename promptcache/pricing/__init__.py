@@ -10,6 +10,7 @@ token at that tier). Its own ``calc_unit_price`` applies the tiers here.
 
 from __future__ import annotations
 
+import bisect
 import fnmatch
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -86,16 +87,20 @@ class Rates:
         of ``total`` prompt tokens: genai-prices' ``calc_unit_price`` applies the tier (a cliff on
         the total), memoized per tier (and at once for untiered prices): the same tuple object
         for every request of a tier."""
-        flat = self.__dict__.get("_flat")
+        memo = self.__dict__
+        flat = memo.get("_flat")
         if flat is not None:
             return flat
-        from genai_prices.types import calc_unit_price
-
-        tier = sum(1 for v in (self.input, self.cache_read, self.cache_write, self.cache_write_1h)
-                   for t in getattr(v, "tiers", ()) if total > t.start)
-        cache = self.__dict__.setdefault("_tiers", {})
+        starts = memo.get("_starts")
+        if starts is None:  # every tier's start, of every price, ascending (repeats kept)
+            starts = memo["_starts"] = sorted(t.start for v in (self.input, self.cache_read, self.cache_write,
+                                                                 self.cache_write_1h) for t in getattr(v, "tiers", ()))
+        tier = bisect.bisect_left(starts, total)  # how many starts ``total`` is above
+        cache = memo.setdefault("_tiers", {})
         got = cache.get(tier)
         if got is None:
+            from genai_prices.types import calc_unit_price
+
             read = self.cache_read if self.cache_read is not None else self.input
             write = self.cache_write if self.cache_write is not None else self.input
             write_1h = self.cache_write_1h if self.cache_write_1h is not None else write
