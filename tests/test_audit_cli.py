@@ -252,3 +252,16 @@ def test_a_run_that_ends_the_process_leaves_its_state_to_the_exit(monkeypatch):
     out = json.loads(p.stdout)
     out.pop("elapsed_s", None)
     assert out["summary"] == json.loads(json.dumps(left["summary"], default=str))
+
+
+def test_file_and_line_print_as_given_not_as_emoji_codes(tmp_path):
+    """Rich reads ``:100:`` as an emoji code (💯): a bad line 100 must still print as ``log:100:``."""
+    log = tmp_path / "l100.jsonl"
+    lines = (SAMPLES / "rag_app.jsonl").read_text().splitlines()[:99]
+    log.write_text("\n".join(lines + ["{bad"]) + "\n")
+    p = run_cli("audit", str(log), "--strict")
+    assert p.returncode == 2
+    assert f"{log}:100: invalid JSON" in p.stderr.replace("\n", "")
+    p = run_cli("audit", str(log))
+    assert p.returncode == 0, p.stderr
+    assert f"{log}:100: invalid JSON" in p.stdout.replace("\n", "")

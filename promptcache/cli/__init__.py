@@ -119,10 +119,10 @@ def _exits_at_once(argv: list[str]) -> bool:
 def main() -> None:
     """Console entry point: run the app and map errors to exit codes (0 done, 1 findings at or
     above ``--fail-on``, 2 bad input or usage, 3 a bug, 130 interrupted, 141 output pipe closed)."""
-    from rich.console import Console
+    from ..report.terminal import console
     from rich.markup import escape
 
-    err = Console(stderr=True)
+    err = console(stderr=True)
     usage, aborts = _click_errors()
     if _one_big_run(sys.argv[1:]):
         import gc

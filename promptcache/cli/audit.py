@@ -100,11 +100,11 @@ def audit_cmd(
 
         emit_report(fmt.value, res, proposed, output, table=table.value)
         if replayed is not None:
-            from rich.console import Console
+            from ..report.terminal import console
 
             from ..replay import render_replay
 
-            err = Console(stderr=True)
+            err = console(stderr=True)
             render_replay(replayed, err)
             err.print(f"[dim]The replay is not part of the {fmt.value} report; --format json carries it.[/]")
         if output is None:

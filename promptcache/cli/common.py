@@ -12,6 +12,7 @@ from rich.console import Console
 from ..errors import OutputClosed
 from ..pipeline import AuditOptions
 from ..ingest import ReadOptions, available_formats
+from ..report.terminal import console
 
 T = TypeVar("T")
 
@@ -79,7 +80,7 @@ def audit_options(*, cache_model: str | None, tokenizer: str | None, ttl: float 
 
 def with_progress(label: str, fn: Callable[[Callable[[int], None] | None], T]) -> T:
     """Run ``fn(progress)`` with a spinner on stderr when it is a terminal (none when piped)."""
-    err = Console(stderr=True)
+    err = console(stderr=True)
     if not err.is_terminal:
         return fn(None)
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -103,5 +104,6 @@ def report_console(width: int = 130, **kwargs: Any) -> Console:
     """The console for text reports on stdout: the terminal's width, or ``width`` columns when
     piped; extra keyword arguments go to :class:`rich.console.Console`."""
     kwargs.setdefault("soft_wrap", False)
+    kwargs.setdefault("emoji", False)  # see report.terminal.console
     out = _ReportConsole(**kwargs)
     return out if out.is_terminal else _ReportConsole(width=width, **kwargs)

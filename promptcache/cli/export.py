@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
+from ..report.terminal import console
 
 from .common import (CacheModel, HashBlock, InputFormat, Logs, Model, Strict, TokenizerOpt, audit_options,
                      with_progress)
@@ -47,7 +47,7 @@ def export_cmd(
     opts.diagnose = False
     salt = load_salt(salt_file)
     res = with_progress("exporting", lambda p: export(logs, opts, to=to.value, block_tokens=block_size, salt=salt, progress=p))
-    err = Console(stderr=True)
+    err = console(stderr=True)
     if output is not None:
         write_trace(output, res.records, logs)
     else:

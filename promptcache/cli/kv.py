@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
+from ..report.terminal import console
 
 from ..report.jsontext import dumps
 from ..errors import ConfigError
@@ -86,7 +86,7 @@ def kv_cmd(
                      block_size=block_size, tokenizer=tokenizer, hash_block_size=hash_block_size,
                      input_format=input_format, strict=strict, cpu_tier=cpu_tier, ssd_tier=ssd_tier,
                      gpu_tflops=gpu_tflops, mfu=mfu)
-    err = Console(stderr=True)
+    err = console(stderr=True)
     if opts.logs and err.is_terminal:
         from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 

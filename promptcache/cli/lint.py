@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
+from ..report.terminal import console
 
 from ..errors import ExitCode
 from ..fileio import write_atomic
@@ -60,7 +60,7 @@ def lint_cmd(
     from ..lint import LintOptions, lint_paths
     from ..report.lint_records import auto_format, reporter
 
-    err = Console(stderr=True)
+    err = console(stderr=True)
     overrides: dict = {}
     for key, val in (("select", _codes(select)), ("extend-select", _codes(extend_select)), ("ignore", _codes(ignore)),
                      ("provider", provider), ("model", model), ("tokenizer", tokenizer),

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
+from ..report.terminal import console
 
 from ..errors import ExitCode
 from ..fileio import write_atomic
@@ -28,6 +28,6 @@ def lock_cmd(
     path, entries = lock_paths(paths or [Path(".")], LintOptions(config=config, overrides=overrides),
                                lockfile.resolve() if lockfile else None)
     write_atomic(path, render(entries))
-    Console(stderr=True).print(f"wrote {path} ({len(entries)} prompt{'s' if len(entries) != 1 else ''})",
+    console(stderr=True).print(f"wrote {path} ({len(entries)} prompt{'s' if len(entries) != 1 else ''})",
                                highlight=False)
     return int(ExitCode.OK)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
+from ..report.terminal import console
 
 from ..report.jsontext import dumps
 from ..errors import ExitCode
@@ -59,7 +59,7 @@ def replay_cmd(
     from ..replay import ReplayOptions, parse_size, render_replay, replay_record, verify
 
     refuse_inputs([output], [*logs, *(proposed or [])])
-    err = Console(stderr=True)
+    err = console(stderr=True)
     opts = ReplayOptions(
         engine=engine, model=model, tokenizer=tokenizer, block_size=block_size, kv_budget_bytes=parse_size(kv_budget),
         capacity_tokens=capacity_tokens, decode_tokens=decode_tokens, limit=limit, repeats=repeats,

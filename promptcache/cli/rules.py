@@ -7,7 +7,7 @@ import sys
 from typing import Optional
 
 import typer
-from rich.console import Console
+from ..report.terminal import console
 from rich.markup import escape
 from rich.table import Table
 
@@ -79,5 +79,5 @@ def rules_show(name: str = typer.Argument(..., help="Code, id or alias, e.g. PC1
     from ..diagnose.rules import resolve
 
     rule = resolve(name)
-    Console(soft_wrap=True, highlight=False).print(escape(rule_doc(rule)), markup=True)
+    console(soft_wrap=True, highlight=False).print(escape(rule_doc(rule)), markup=True)
     return int(ExitCode.OK)

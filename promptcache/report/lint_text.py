@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from rich.console import Console
+from .terminal import console
 from rich.markup import escape
 
 from ..lint.engine import LintRun
@@ -14,7 +14,7 @@ STYLE = {"error": "red", "warning": "yellow", "info": "blue"}
 
 def render(run: LintRun, out: TextIO) -> None:
     """Write the text report (colour only on a terminal)."""
-    con = Console(file=out, highlight=False, soft_wrap=True)
+    con = console(file=out, highlight=False, soft_wrap=True)
     for f in run.active:
         s = f.span
         fixable = " [dim][*][/]" if f.edits else ""
