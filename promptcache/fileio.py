@@ -88,10 +88,21 @@ def emit(data: str, output: str | Path | None, *, inputs: Iterable[str | Path] =
     if output is not None:
         write_atomic(output, data, inputs=inputs)
         return
+    if not data.endswith("\n"):
+        data += "\n"
+    out = sys.stdout
     try:
-        sys.stdout.write(data)
-        if not data.endswith("\n"):
-            sys.stdout.write("\n")
-        sys.stdout.flush()
+        out.flush()
+        try:
+            fd = out.fileno()
+        except (AttributeError, OSError, ValueError):  # not a file (a test's capture)
+            out.write(data)
+            out.flush()
+            return
+        # the descriptor itself, to the last byte: with PYTHONUNBUFFERED, the text layer drops
+        # what a partial write (a reader going away mid-report) left, and reports success
+        view = memoryview(data.encode(out.encoding or "utf-8", out.errors or "strict"))
+        while view:
+            view = view[os.write(fd, view):]
     except BrokenPipeError:
         raise OutputClosed from None

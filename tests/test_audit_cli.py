@@ -172,6 +172,21 @@ def test_closed_output_pipe_is_not_a_finding(fmt):
     assert err == ""
 
 
+@pytest.mark.parametrize("unbuffered", ["", "1"])
+def test_output_pipe_closed_mid_report_is_not_success(tmp_path, unbuffered):
+    """``promptcache audit LOG --format csv | head -c 100`` with a report larger than a pipe
+    holds (130 KB against 64 KiB): exit 141, also under PYTHONUNBUFFERED, where Python's text
+    layer drops what a partial write left and reports success."""
+    import os
+
+    log = tmp_path / "big.jsonl"
+    log.write_text((SAMPLES / "support_bot.jsonl").read_text() * 4)
+    env = {**os.environ, "PYTHONUNBUFFERED": unbuffered}
+    cmd = f"{sys.executable} -m promptcache audit {log} --format csv | head -c 100 >/dev/null; exit ${{PIPESTATUS[0]}}"
+    p = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, env=env)
+    assert p.returncode == 141, p.stderr
+
+
 def test_outputs_never_overwrite_inputs(tmp_path):
     """``--write-proposed`` or ``-o`` naming an input (directly or through a link) fails before
     any work, and the input is byte-for-byte unchanged; a link to another file is written
