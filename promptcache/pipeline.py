@@ -702,8 +702,9 @@ class Partial:
 GC_THRESHOLDS = (5_000_000, 50, 100)
 #: Where :func:`collect` leaves a run's state (prefix trees, memos, the diagnoser's prompts)
 #: instead of freeing it, when the process ends right after the run without tearing the
-#: interpreter down (the command line's audit and propose): freeing those objects one by one
-#: takes 0.17 s after a 100k-request audit and serves nothing. ``None``: freed as usual.
+#: interpreter down (the command line's audit, without proposals: see ``cli._one_pipeline``):
+#: freeing those objects one by one takes 0.17 s after a 100k-request audit and serves
+#: nothing. ``None``: freed as usual.
 KEPT_TO_EXIT: list[Any] | None = None
 
 

@@ -111,6 +111,13 @@ def _leave(code: int, argv: list[str]) -> NoReturn:
     sys.exit(code)
 
 
+def _one_pipeline(argv: list[str]) -> bool:
+    """Whether the command runs one pipeline: an audit without proposals (a proposal
+    re-simulates the log, and keeping the first run's state would add to its peak memory)."""
+    return bool(argv) and argv[0] == "audit" and not any(
+        a.split("=", 1)[0] in ("--propose", "--write-proposed") or a in ("proposals", "--table=proposals") for a in argv)
+
+
 def _exits_at_once(argv: list[str]) -> bool:
     """Whether :func:`_leave` ends the process without tearing the interpreter down."""
     return _one_big_run(argv) and "pytest" not in sys.modules
@@ -130,7 +137,7 @@ def main() -> None:
         from ..pipeline import GC_THRESHOLDS
 
         gc.set_threshold(*GC_THRESHOLDS)  # kept to the end (see pipeline.fewer_collections)
-    if _exits_at_once(sys.argv[1:]):
+    if _exits_at_once(sys.argv[1:]) and _one_pipeline(sys.argv[1:]):
         from .. import pipeline
 
         pipeline.KEPT_TO_EXIT = []  # the run's state is left to the exit (see pipeline.collect)
