@@ -280,3 +280,19 @@ def test_file_and_line_print_as_given_not_as_emoji_codes(tmp_path):
     p = run_cli("audit", str(log))
     assert p.returncode == 0, p.stderr
     assert f"{log}:100: invalid JSON" in p.stdout.replace("\n", "")
+
+
+def test_an_interrupt_says_so_and_exits_130(monkeypatch, capsys):
+    """Ctrl-C inside a command: typer hands the interrupt back as exit code 130, silently."""
+    import promptcache.cli.audit as audit_cli
+    from promptcache.cli import main
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(audit_cli, "audit", interrupted)
+    monkeypatch.setattr(sys, "argv", ["promptcache", "audit", str(SAMPLES / "agent_timestamp.jsonl")])
+    with pytest.raises(SystemExit) as e:
+        main()
+    assert e.value.code == 130
+    assert "interrupted" in capsys.readouterr().err

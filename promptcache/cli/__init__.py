@@ -144,6 +144,8 @@ def main() -> None:
     try:
         argv = _dask_default(sys.argv[1:])
         rc = app(args=argv, standalone_mode=False)
+        if rc == ExitCode.INTERRUPTED:  # typer returns an interrupt inside a command as its exit code
+            err.print("interrupted")
         sys.stdout.flush()
     except PromptcacheError as e:
         err.print(f"[red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
