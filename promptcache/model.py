@@ -3,9 +3,9 @@
 ingest → :class:`Request` → render → :class:`Segment` → tokenize → :class:`TokenizedRequest`
 → simulate → :class:`Outcome` → price → report.
 
-Plain immutable records (:func:`record`): no I/O and no third-party imports. Conventions: token counts are
-named ``*_tokens``; times are UTC seconds since the epoch (``float``); lines and columns
-start at 1; money is :class:`decimal.Decimal` in USD.
+Plain immutable records (:func:`record`): no I/O and no third-party imports. Conventions:
+token counts are named ``*_tokens``; times are UTC seconds since the epoch (``float``); lines
+and columns start at 1; money is :class:`decimal.Decimal` in USD.
 """
 
 from __future__ import annotations
