@@ -11,9 +11,9 @@ Prints, for each size:
 - ``floor``: tiktoken ``encode_ordinary_batch`` over every request's full prompt text, once (the
   naive floor of any tokenizer-exact tool), and the ratio audit / floor (target <= 0.2 at 100k).
   The audit time is the mean of the two timed runs, one before and one after the floor: these
-  machines' speed drifts by 10-15% over minutes (one 100k audit took 18.3 s and, an hour later,
-  21.4 s), and runs on both sides of the two-minute floor measure the audit at the speed the
-  floor met. Both runs and the ratio of each are printed too;
+  machines' speed drifts within minutes (the same 100k audit took 20.5 s before a floor and
+  26.1 s after it), and runs on both sides of the two-minute floor measure the audit at the
+  speeds the floor met. Both runs and the ratio of each are printed too;
 - growth of audit time from the smallest to the largest size (target <= 11x for 10x requests);
 - with ``--competitors``: kvlint and llmtrafficlens on the same log (they are installed in their
   own virtualenv, ``bench/out/compvenv``, created on first use), and audit / the faster one
