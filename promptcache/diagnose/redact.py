@@ -4,8 +4,9 @@ e-mail addresses and keys masked unless ``--show-text`` is given."""
 from __future__ import annotations
 
 import re
-from ..model import record
 from typing import Any
+
+from ..model import record
 
 _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}"), "<email>"),
