@@ -78,6 +78,17 @@ def write_atomic(path: str | Path, data: str | bytes, mode: int | None = None, *
         raise
 
 
+def write_all(fd: int, data: bytes | memoryview) -> None:
+    """Write ``data`` to a descriptor to the last byte (a write may take only part of it).
+
+    Raises:
+        OSError: as ``os.write`` does (``BrokenPipeError`` when the reader has gone away).
+    """
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def emit(data: str, output: str | Path | None, *, inputs: Iterable[str | Path] = ()) -> None:
     """Write a text report to ``output`` (atomically) or, when ``None``, to stdout.
 
@@ -101,8 +112,6 @@ def emit(data: str, output: str | Path | None, *, inputs: Iterable[str | Path] =
             return
         # the descriptor itself, to the last byte: with PYTHONUNBUFFERED, the text layer drops
         # what a partial write (a reader going away mid-report) left, and reports success
-        view = memoryview(data.encode(out.encoding or "utf-8", out.errors or "strict"))
-        while view:
-            view = view[os.write(fd, view):]
+        write_all(fd, data.encode(out.encoding or "utf-8", out.errors or "strict"))
     except BrokenPipeError:
         raise OutputClosed from None

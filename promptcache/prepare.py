@@ -36,6 +36,7 @@ from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
 
+from .fileio import write_all
 from .model import Part, Request, Segment, pickle_as_fields, with_parts
 from .render import FramedFormat, make_format
 from .simulate import Prompt
@@ -478,12 +479,8 @@ class _Channel:
         Raises:
             OSError: when the other end is closed (``BrokenPipeError``).
         """
-        self._write(memoryview(self._HEADER.pack(len(buf))))
-        self._write(memoryview(buf))
-
-    def _write(self, view: memoryview) -> None:
-        while view:
-            view = view[os.write(self.fd, view):]
+        write_all(self.fd, self._HEADER.pack(len(buf)))
+        write_all(self.fd, buf)
 
     def recv(self) -> bytearray:
         """Read one message.
