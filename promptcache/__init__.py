@@ -13,6 +13,10 @@ Their results convert to pandas DataFrames (``.to_pandas()``; ``pip install
 
 __version__ = "0.1.0"
 
+from . import _compiled  # noqa: E402
+
+_compiled.install()  # before any compiled module is imported: an edited source wins over a stale build
+
 from .api import Audit, Export, Proposals, audit, export_trace, propose  # noqa: E402
 
 __all__ = ["Audit", "Export", "Proposals", "audit", "export_trace", "propose", "__version__"]
