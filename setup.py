@@ -7,7 +7,7 @@ is present. A 100k-request audit runs about 15% faster compiled (bench/speed.py 
 build it timed). ``prefix/tree.pxd`` adds C types to the prefix tree; every other module
 compiles unchanged.
 
-- ``PROMPTCACHE_NO_EXTENSIONS=1`` at build time builds none (as at run time it loads none:
+- ``PROMPTCACHE_NO_EXTENSIONS=1`` (anything but empty, ``0``, ``false``, ``no``) at build time builds none (as at run time it loads none:
   :mod:`promptcache._compiled`).
 - A module that Cython fails to translate, or the C compiler to compile (``optional``), is
   skipped with a warning: the install goes on, that module plain Python.
@@ -29,6 +29,7 @@ from setuptools.command.build_ext import build_ext
 ROOT = Path(__file__).resolve().parent
 ENV = "PROMPTCACHE_NO_EXTENSIONS"
 MANIFEST = "_compiled.json"
+OFF_VALUES = ("", "0", "false", "no")  # PROMPTCACHE_NO_EXTENSIONS values that leave extensions on
 
 #: The modules a run spends its time in (by profile: reading, rendering, tokenizing, simulating,
 #: diagnosing), as paths under the repository root.
@@ -71,13 +72,18 @@ def module_name(path: str) -> str:
 
 
 def source_hash(path: Path) -> str:
-    """SHA-256 of a module's source, hex."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """SHA-256 of a module's source and of the ``.pxd`` beside it if any, hex (as
+    ``promptcache._compiled`` checks it)."""
+    pxd = path.with_suffix(".pxd")
+    return hashlib.sha256(path.read_bytes() + (pxd.read_bytes() if pxd.exists() else b"")).hexdigest()
 
 
 def extensions() -> list[Extension]:
     """The Cython extensions to build: none with ``PROMPTCACHE_NO_EXTENSIONS=1``, or without Cython."""
-    if os.environ.get(ENV, "") not in ("", "0"):
+    if os.environ.get(ENV, "").strip().lower() not in OFF_VALUES:
+        # an editable install's earlier build stays in the checkout: without its manifest every
+        # extension there is "unlisted" and its source runs
+        (ROOT / "promptcache" / MANIFEST).unlink(missing_ok=True)
         return []
     try:
         from Cython.Build import cythonize
@@ -87,8 +93,11 @@ def extensions() -> list[Extension]:
     out: list[Extension] = []
     for p in COMPILED:
         try:  # a module Cython cannot translate stays plain Python, like one gcc cannot compile
-            out += cythonize([Extension(extension_name(p), [p], optional=True)], build_dir="build/cython", quiet=True,
+            exts = cythonize([Extension(extension_name(p), [p])], build_dir="build/cython", quiet=True,
                              compiler_directives={"language_level": 3, "annotation_typing": False})
+            for ext in exts:
+                ext.optional = True  # cythonize makes new Extensions, without this flag
+            out += exts
         except Exception as e:  # noqa: BLE001 - CompileError, or whatever else translating raises
             print(f"promptcache: {p} stays plain Python: Cython failed ({type(e).__name__}: {e})")
     return out
@@ -102,6 +111,11 @@ class OptionalBuildExt(build_ext):
         super().finalize_options()
         if not self.parallel:
             self.parallel = os.cpu_count() or 1
+
+    def build_extension(self, ext: Extension) -> None:
+        if self.compiler.compiler_type == "unix" and "-g0" not in ext.extra_compile_args:
+            ext.extra_compile_args.append("-g0")  # no debug info: 31 -> a few MB installed
+        super().build_extension(ext)
 
     def run(self) -> None:
         super().run()

@@ -6,10 +6,10 @@ SHA-256 in ``_compiled.json`` beside them. Python would load an extension before
 same name; :class:`SourceWhenStale`, installed when the package is imported, loads the source
 instead when
 
-- ``PROMPTCACHE_NO_EXTENSIONS`` is set to anything but ``0`` (to profile, or to compare the two
-  builds: they must give the same results), or
-- the source has changed since the extension was built (an edited checkout: the extension
-  would run the old code), or the manifest does not name it.
+- ``PROMPTCACHE_NO_EXTENSIONS`` is set to anything but empty, ``0``, ``false`` or ``no`` (to
+  profile, or to compare the two builds: they must give the same results), or
+- the source (or the ``.pxd`` beside it) has changed since the extension was built (an edited
+  checkout: the extension would run the old code), or the manifest does not name it.
 
 :func:`status` says which build each module runs.
 """
@@ -33,8 +33,9 @@ PACKAGE = Path(__file__).resolve().parent
 
 
 def disabled() -> bool:
-    """Whether ``PROMPTCACHE_NO_EXTENSIONS`` asks for the source of every module."""
-    return os.environ.get(ENV, "") not in ("", "0")
+    """Whether ``PROMPTCACHE_NO_EXTENSIONS`` asks for the source of every module: set to
+    anything but empty, ``0``, ``false`` or ``no``."""
+    return os.environ.get(ENV, "").strip().lower() not in ("", "0", "false", "no")
 
 
 def manifest(package: Path = PACKAGE) -> dict[str, str]:
@@ -56,8 +57,11 @@ def _source_of(origin: str) -> Path:
 
 
 def _sha256(path: Path) -> str | None:
+    """SHA-256 of a module's source and of the ``.pxd`` beside it if any (its C types), as
+    setup.py records it."""
+    pxd = path.with_suffix(".pxd")
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return hashlib.sha256(path.read_bytes() + (pxd.read_bytes() if pxd.exists() else b"")).hexdigest()
     except OSError:
         return None
 
