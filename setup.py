@@ -7,8 +7,9 @@ is present. A 100k-request audit runs about 15% faster compiled (bench/speed.py 
 build it timed). ``prefix/tree.pxd`` adds C types to the prefix tree; every other module
 compiles unchanged.
 
-- ``PROMPTCACHE_NO_EXTENSIONS=1`` (anything but empty, ``0``, ``false``, ``no``) at build time builds none (as at run time it loads none:
-  :mod:`promptcache._compiled`).
+- ``PROMPTCACHE_NO_EXTENSIONS=1`` (anything but empty, ``0``, ``false``, ``no``) at build time
+  builds none, as at run time it loads none (:mod:`promptcache._compiled` owns the switch, the
+  manifest and its hash; this file reads them from there).
 - A module that Cython fails to translate, or the C compiler to compile (``optional``), is
   skipped with a warning: the install goes on, that module plain Python.
 - Next to the extensions the build writes ``promptcache/_compiled.json``, the SHA-256 of each
@@ -18,7 +19,7 @@ compiles unchanged.
 
 from __future__ import annotations
 
-import hashlib
+import importlib.util
 import json
 import os
 from pathlib import Path
@@ -27,9 +28,18 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).resolve().parent
-ENV = "PROMPTCACHE_NO_EXTENSIONS"
-MANIFEST = "_compiled.json"
-OFF_VALUES = ("", "0", "false", "no")  # PROMPTCACHE_NO_EXTENSIONS values that leave extensions on
+
+
+def _load_compiled():
+    """``promptcache/_compiled.py`` alone (standard library only; the package's dependencies are
+    not in the build environment): the switch, the manifest's name and the hash it checks."""
+    spec = importlib.util.spec_from_file_location("_promptcache_compiled", ROOT / "promptcache" / "_compiled.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_compiled = _load_compiled()
 
 #: The modules a run spends its time in (by profile: reading, rendering, tokenizing, simulating,
 #: diagnosing), as paths under the repository root.
@@ -71,24 +81,17 @@ def module_name(path: str) -> str:
     return ".".join(parts)
 
 
-def source_hash(path: Path) -> str:
-    """SHA-256 of a module's source and of the ``.pxd`` beside it if any, hex (as
-    ``promptcache._compiled`` checks it)."""
-    pxd = path.with_suffix(".pxd")
-    return hashlib.sha256(path.read_bytes() + (pxd.read_bytes() if pxd.exists() else b"")).hexdigest()
-
-
 def extensions() -> list[Extension]:
     """The Cython extensions to build: none with ``PROMPTCACHE_NO_EXTENSIONS=1``, or without Cython."""
-    if os.environ.get(ENV, "").strip().lower() not in OFF_VALUES:
+    if _compiled.disabled():
         # an editable install's earlier build stays in the checkout: without its manifest every
         # extension there is "unlisted" and its source runs
-        (ROOT / "promptcache" / MANIFEST).unlink(missing_ok=True)
+        (ROOT / "promptcache" / _compiled.MANIFEST).unlink(missing_ok=True)
         return []
     try:
         from Cython.Build import cythonize
     except ImportError:
-        print(f"promptcache: Cython is not installed: pure Python build (set {ENV}=1 to say so)")
+        print(f"promptcache: Cython is not installed: pure Python build (set {_compiled.ENV}=1 to say so)")
         return []
     out: list[Extension] = []
     for p in COMPILED:
@@ -122,7 +125,7 @@ class OptionalBuildExt(build_ext):
         if not self.extensions:
             return
         sources = {extension_name(p): p for p in COMPILED}
-        built = {module_name(sources[ext.name]): source_hash(ROOT / sources[ext.name]) for ext in self.extensions
+        built = {module_name(sources[ext.name]): _compiled.source_hash(ROOT / sources[ext.name]) for ext in self.extensions
                  if os.path.exists(os.path.join(self.build_lib, self.get_ext_filename(ext.name)))}
         text = json.dumps({"modules": {m: built[m] for m in sorted(built)}}, indent=1) + "\n"
         dirs = [Path(self.build_lib) / "promptcache"]
@@ -130,7 +133,7 @@ class OptionalBuildExt(build_ext):
             dirs.append(ROOT / "promptcache")
         for d in dirs:
             d.mkdir(parents=True, exist_ok=True)
-            (d / MANIFEST).write_text(text)
+            (d / _compiled.MANIFEST).write_text(text)
 
 
 setup(ext_modules=extensions(), cmdclass={"build_ext": OptionalBuildExt})

@@ -33,8 +33,8 @@ PACKAGE = Path(__file__).resolve().parent
 
 
 def disabled() -> bool:
-    """Whether ``PROMPTCACHE_NO_EXTENSIONS`` asks for the source of every module: set to
-    anything but empty, ``0``, ``false`` or ``no``."""
+    """Whether ``PROMPTCACHE_NO_EXTENSIONS`` asks for the source of every module (at build time:
+    builds none): set to anything but empty, ``0``, ``false`` or ``no``."""
     return os.environ.get(ENV, "").strip().lower() not in ("", "0", "false", "no")
 
 
@@ -56,14 +56,22 @@ def _source_of(origin: str) -> Path:
     return p.with_name(p.name.split(".", 1)[0] + ".py")
 
 
-def _sha256(path: Path) -> str | None:
-    """SHA-256 of a module's source and of the ``.pxd`` beside it if any (its C types), as
-    setup.py records it."""
+def source_hash(path: Path) -> str:
+    """SHA-256 (hex) of a module's source and of the ``.pxd`` beside it if any (its C types):
+    what setup.py records for each module it compiles.
+
+    Raises:
+        OSError: when the source cannot be read.
+    """
     pxd = path.with_suffix(".pxd")
+    return hashlib.sha256(path.read_bytes() + (pxd.read_bytes() if pxd.exists() else b"")).hexdigest()
+
+
+def _current(src: Path, want: str) -> bool:
     try:
-        return hashlib.sha256(path.read_bytes() + (pxd.read_bytes() if pxd.exists() else b"")).hexdigest()
+        return source_hash(src) == want
     except OSError:
-        return None
+        return False
 
 
 class SourceWhenStale(importlib.abc.MetaPathFinder):
@@ -100,7 +108,7 @@ class SourceWhenStale(importlib.abc.MetaPathFinder):
         if not src.exists():
             return None
         want = self.hashes.get(fullname)
-        why = "disabled" if self.off else "unlisted" if want is None else "stale" if _sha256(src) != want else None
+        why = "disabled" if self.off else "unlisted" if want is None else None if _current(src, want) else "stale"
         if why is None:
             self.compiled.append(fullname)
             return spec
@@ -126,8 +134,6 @@ def status() -> dict[str, str]:
     """Every module the build compiled -> the build it runs: ``compiled``, or ``source`` with
     why (``source (disabled)``, ``source (stale)``); imports each one to find out. Empty when
     nothing was compiled."""
-    import importlib
-
     out: dict[str, str] = {}
     for name in sorted(manifest()):
         try:
