@@ -112,6 +112,59 @@ class Usage:
 
 
 @record
+class CacheVerdict:
+    """The provider's own account of one request's cache lookup, where the response carries it.
+
+    Anthropic cache diagnostics (beta header ``cache-diagnosis-2026-04-07``: response
+    ``diagnostics.cache_miss_reason.type`` and ``cache_missed_input_tokens``;
+    https://platform.claude.com/docs/en/build-with-claude/cache-diagnostics, checked 2026-12-01)
+    and OpenAI prompt-cache diagnostics (Responses, GPT-5.6+: ``prompt_cache_diagnostics``;
+    https://developers.openai.com/api/docs/guides/prompt-caching/diagnostics, checked 2026-12-01).
+
+    Attributes:
+        source: who gave it: ``anthropic`` or ``openai``.
+        kind: the verdict's type as the provider spells it (``cache_hit``, ``cache_miss``,
+            ``comparison_response_not_found``, ``unavailable``; Anthropic's miss reasons are
+            verdicts of kind ``cache_miss``).
+        reason: the provider's reason (``system_changed``, ``tools_changed``,
+            ``prompt_cache_key_changed``, ``input_changed`` ...), or ``None``.
+        missed_tokens: prompt tokens the provider says missed the cache, or ``None``.
+        reusable_tokens: tokens the provider says a compared earlier request could have served
+            (OpenAI ``comparison_reusable_tokens``), or ``None``.
+        compared_to: the earlier message or response id the provider compared with, or ``None``.
+    """
+
+    source: str
+    kind: str
+    reason: str | None = None
+    missed_tokens: int | None = None
+    reusable_tokens: int | None = None
+    compared_to: str | None = None
+
+
+@record
+class Response:
+    """What the log holds of a request's response, as far as cache analysis needs it.
+
+    Attributes:
+        id: the response's id (OpenAI Responses ``resp_...``, Anthropic ``msg_...``), which a
+            later request may name as ``previous_response_id``; ``None`` when not logged.
+        upstream: who actually served the request when a router or gateway names it
+            (OpenRouter's ``provider``, a gateway's upstream deployment), else ``None``.
+        parts: the assistant turn as the model returned it, read the way the same reader reads
+            an assistant message in a request (same kinds, paths relative to a message
+            ``messages[n]``, same text serialization), so that the next request's replay of this
+            turn can be compared part by part; empty when the log has no response content.
+        verdict: the provider's own cache diagnostics for this request, if returned.
+    """
+
+    id: str | None = None
+    upstream: str | None = None
+    parts: tuple[Part, ...] = ()
+    verdict: CacheVerdict | None = None
+
+
+@record
 class HashedPrompt:
     """A prompt known only by its chained block hashes (Mooncake / Bailian traces).
 
@@ -163,6 +216,13 @@ class Request:
             ``thinking``, ``response_format`` ...), JSON-serialisable.
         usage: reported usage, or ``None``.
         cache_retention: requested retention (OpenAI ``prompt_cache_retention``), or ``None``.
+        response: what the log holds of the response (id, upstream, returned turn, the
+            provider's cache verdict), or ``None``.
+        previous_response_id: OpenAI Responses ``previous_response_id`` (the prefix lives on the
+            server), or ``None``.
+        affinity: identifiers other than ``cache_key`` that a provider or gateway may route or
+            partition by, as logged (OpenAI ``user`` and ``safety_identifier``, a
+            ``session_id``/``x-session-affinity`` header ...): name → value.
     """
 
     id: str
@@ -179,6 +239,9 @@ class Request:
     params: Mapping[str, Any] = field(default_factory=dict)
     usage: Usage | None = None
     cache_retention: str | None = None
+    response: Response | None = None
+    previous_response_id: str | None = None
+    affinity: Mapping[str, str] = field(default_factory=dict)
 
 
 _REQUEST_FIELDS: Any = None  # (attrgetter of Request's fields, index of ``parts``), on first use
@@ -273,4 +336,4 @@ def pickle_as_fields(*classes: type) -> None:
         cls.__reduce__ = lambda self, get=get: (type(self), get(self))  # type: ignore[method-assign]
 
 
-pickle_as_fields(Breakpoint, Part, Usage, HashedPrompt, Source, Request, Segment, Divergence)
+pickle_as_fields(Breakpoint, Part, Usage, CacheVerdict, Response, HashedPrompt, Source, Request, Segment, Divergence)
