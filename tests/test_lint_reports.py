@@ -49,7 +49,7 @@ def test_sarif_of_the_bad_samples_validates(monkeypatch):
     for x in rules:
         assert x["help"]["text"] and x["helpUri"].endswith(f"rules/lint/{x['name']}.yaml")
     res = r["results"]
-    assert len(res) == len(run.findings) == 14
+    assert len(res) == len(run.findings) == 15
     first = res[0]
     assert first["ruleId"] == "PC101" and rules[first["ruleIndex"]]["id"] == "PC101"
     loc = first["locations"][0]["physicalLocation"]

@@ -16,9 +16,18 @@ def pieces(parsed, doc=0):
     return out
 
 
+def _walk(pieces):
+    for p in pieces:
+        if p.kind == "branch":  # its condition, then each alternative's slots
+            yield p.slot
+            for alt in p.branches:
+                yield from _walk(alt)
+        elif p.kind == "slot":
+            yield p.slot
+
+
 def slots(parsed, doc=0):
-    return [(p.slot.source, p.slot.span.line, p.slot.span.col) for part in parsed.docs[doc].parts
-            for p in part.pieces if p.kind == "slot"]
+    return [(s.source, s.span.line, s.span.col) for part in parsed.docs[doc].parts for s in _walk(part.pieces)]
 
 
 def merged(parsed):

@@ -35,6 +35,7 @@ def run_case(rule: Rule, case: dict[str, Any]) -> list[str]:
         settings = {"select": list(case.get("select") or [rule.code]), **(case.get("settings") or {})}
         (root / ".promptcache.toml").write_text(_toml(settings), encoding="utf-8")
         f = root / case["file"]
+        f.parent.mkdir(parents=True, exist_ok=True)
         old = Path.cwd()
         os.chdir(root)
         try:

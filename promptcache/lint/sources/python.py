@@ -29,6 +29,7 @@ import textwrap
 import tokenize
 from typing import Iterator
 
+from ..classify import names_in
 from ..model import Doc, Edit, Issue, Parsed, Part, Piece, Slot, Span
 from .base import LineIndex, Occurrences, line_removal, next_content_line, parse_directive
 
@@ -160,8 +161,11 @@ class PythonSource:
     def _slot(self, node: ast.AST, scope: Scope, depth: int, *, kind: str = "variable",
               extra: tuple[str, ...] = ()) -> Piece:
         s = self.src(node)
-        probes = (f"{{{{ {' '.join(s.split())} }}}}", s, *extra, *self._name_sources(node, scope, depth))
-        return Piece("slot", slot=Slot(self.span(node), s, kind, tuple(dict.fromkeys(probes))))
+        sources = self._name_sources(node, scope, depth)
+        probes = (f"{{{{ {' '.join(s.split())} }}}}", s, *extra, *sources)
+        names = [*names_in(s), *(n for src in sources for n in names_in(src))]
+        return Piece("slot", slot=Slot(self.span(node), s, kind, tuple(dict.fromkeys(probes)),
+                                       tuple(dict.fromkeys(names))))
 
     # ----------------------------------------------------------------- string expressions
 
@@ -304,11 +308,15 @@ class PythonSource:
             i = occurrences.find(raw)
             span = self.index.span(self.path, src_a + max(i, 0), src_a + max(i, 0) + len(raw) + 1)
             probes = [f"{{{{ {field} }}}}", field]
+            names = list(names_in(field))
             if arg is not None:
                 self._flow("prompt", arg, scope)
                 a = self.src(arg)
-                probes += [f"{{{{ {a} }}}}", a, *self._name_sources(arg, scope, depth)]
-            out.append(Piece("slot", slot=Slot(span, "{" + field + "}", "variable", tuple(dict.fromkeys(probes)))))
+                sources = self._name_sources(arg, scope, depth)
+                probes += [f"{{{{ {a} }}}}", a, *sources]
+                names += [*names_in(a), *(n for src in sources for n in names_in(src))]
+            out.append(Piece("slot", slot=Slot(span, "{" + field + "}", "variable", tuple(dict.fromkeys(probes)),
+                                               tuple(dict.fromkeys(names)))))
         return _dedent(out, dedent == "cleandoc") if dedent else out
 
     # ----------------------------------------------------------------- request bodies
@@ -521,7 +529,8 @@ class PythonSource:
                 i = occurrences.find(raw)
                 span = self.index.span(self.path, a + max(i, 0), a + max(i, 0) + len(raw))
                 name = m.group(1)
-                out.append(Piece("slot", slot=Slot(span, raw, "variable", (f"{{{{ {name} }}}}", name))))
+                out.append(Piece("slot", slot=Slot(span, raw, "variable", (f"{{{{ {name} }}}}", name),
+                                                   names_in(name))))
                 pos = m.end()
             if pos < len(p.text):
                 out.append(Piece("static", p.text[pos:], span=p.span))

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import jinja2
 from jinja2 import nodes
 
+from ..classify import names_in
 from ..model import Piece, Slot, Span
 from .base import Locator
 
@@ -44,6 +45,58 @@ class Scan:
     pieces: list[Piece] = field(default_factory=list)
     comments: list[Comment] = field(default_factory=list)
     error: tuple[int, str] | None = None
+
+
+def _names(expr: str, bindings: dict[str, str]) -> tuple[str, ...]:
+    """Names an expression reads, and the names its bound variables were assigned from."""
+    out = list(names_in(expr))
+    for n in list(out):
+        b = bindings.get(n.split(".")[0])
+        if b is not None:
+            out += names_in(b)
+    return tuple(dict.fromkeys(out))
+
+
+class _Branches:
+    """Where scanned pieces go while conditionals are open: the top level, or the current
+    alternative of the innermost open conditional."""
+
+    def __init__(self) -> None:
+        self.top: list[Piece] = []
+        self.stack: list[tuple[str, Slot, Span, list[list[Piece]]]] = []
+
+    @property
+    def cur(self) -> list[Piece]:
+        return self.stack[-1][3][-1] if self.stack else self.top
+
+    def open(self, word: str, cond: Slot) -> None:
+        """A conditional opens: its first alternative starts."""
+        self.stack.append((word, cond, cond.span, [[]]))
+
+    def alternative(self, cond: Slot | None = None) -> bool:
+        """``else`` / ``elif``: the next alternative starts (with its condition as a slot)."""
+        if not self.stack:
+            return False
+        self.stack[-1][3].append([])
+        if cond is not None:
+            self.cur.append(Piece("slot", slot=cond))
+        return True
+
+    def close(self) -> bool:
+        """The innermost conditional closes (an ``if`` without ``else`` renders nothing in its
+        other alternative)."""
+        if not self.stack:
+            return False
+        _, cond, span, alts = self.stack.pop()
+        if len(alts) == 1:
+            alts.append([])
+        self.cur.append(Piece("branch", slot=cond, span=span, branches=tuple(tuple(a) for a in alts)))
+        return True
+
+    def finish(self) -> list[Piece]:
+        while self.stack:
+            self.close()
+        return self.top
 
 
 def _probes(expr: str, bindings: dict[str, str]) -> tuple[str, ...]:
@@ -107,7 +160,8 @@ def scan_jinja(text: str, locate: Locator, *, keep_trailing_newline: bool = Fals
     pending_strip = False  # the previous tag ended with '-': strip leading whitespace
     macro_depth = 0
     pos = 0
-    pieces: list[Piece] = []
+    tree = _Branches()
+    blocks: list[str] = []  # open block statements other than `if` (for, with, filter...)
 
     def data(s: int, e: int, rstrip: bool = False) -> None:
         nonlocal pending_strip
@@ -118,7 +172,7 @@ def scan_jinja(text: str, locate: Locator, *, keep_trailing_newline: bool = Fals
         if rstrip:
             t = t.rstrip()
         if t and macro_depth == 0:
-            pieces.append(Piece("static", t, span=locate(s, e, text[s:e])))
+            tree.cur.append(Piece("static", t, span=locate(s, e, text[s:e])))
 
     while True:
         m = _OPEN.search(text, pos)
@@ -145,8 +199,9 @@ def scan_jinja(text: str, locate: Locator, *, keep_trailing_newline: bool = Fals
             out.comments.append(Comment(body, m.start(), end))
         elif opener == "{{":
             if macro_depth == 0:
-                pieces.append(Piece("slot", slot=Slot(locate(m.start(), end, raw), raw, "variable",
-                                                      _probes(body.strip(), bindings))))
+                tree.cur.append(Piece("slot", slot=Slot(locate(m.start(), end, raw), raw, "variable",
+                                                        _probes(body.strip(), bindings),
+                                                        _names(body.strip(), bindings))))
         else:
             sm = _STMT.match(body)
             word = sm.group(1) if sm else ""
@@ -166,13 +221,32 @@ def scan_jinja(text: str, locate: Locator, *, keep_trailing_newline: bool = Fals
                 macro_depth += 1
             elif word == "endmacro":
                 macro_depth = max(0, macro_depth - 1)
-            elif word in ("if", "elif", "for", "include", "extends", "import", "from", "call", "filter", "with",
-                          "set") and macro_depth == 0:
+            elif macro_depth > 0:
+                pass
+            elif word == "if":
+                blocks.append("if")
+                tree.open("if", Slot(locate(m.start(), end, raw), raw, "block", (raw, rest), _names(rest, bindings)))
+            elif word == "elif":
+                tree.alternative(Slot(locate(m.start(), end, raw), raw, "block", (raw, rest), _names(rest, bindings)))
+            elif word == "else" and blocks and blocks[-1] == "if":
+                tree.alternative()
+            elif word == "endif":
+                if blocks and blocks[-1] == "if":
+                    blocks.pop()
+                tree.close()
+            elif word in ("for", "include", "extends", "import", "from", "call", "filter", "with", "set"):
                 # a block whose output varies (a `set` here is a block set: {% set x %}...{% endset %})
-                pieces.append(Piece("slot", slot=Slot(locate(m.start(), end, raw), raw, "block",
-                                                      (raw, rest))))
+                if word in ("for", "call", "filter", "with", "set"):
+                    blocks.append(word)
+                names = _names(rest.split(" in ", 1)[1] if word == "for" and " in " in rest else rest, bindings) \
+                    if word not in ("include", "extends", "import", "from") else ()
+                tree.cur.append(Piece("slot", slot=Slot(locate(m.start(), end, raw), raw, "block",
+                                                        (raw, rest), names)))
+            elif word.startswith("end") and blocks and blocks[-1] == word[3:]:
+                blocks.pop()
         pending_strip = strip_after
         pos = end
+    pieces = tree.finish()
     if not keep_trailing_newline and pieces and pieces[-1].kind == "static" and pieces[-1].text.endswith("\n"):
         last = pieces[-1]
         t = last.text[:-2] if last.text.endswith("\r\n") else last.text[:-1]
@@ -187,17 +261,23 @@ _MUSTACHE = re.compile(r"\{\{(\{|!--|[!#^/>&=~]|else\b)?")
 _IDENT = re.compile(r"[A-Za-z_@][\w.@-]*")
 
 
+#: Handlebars block helpers that repeat or rescope their body: kept as a block slot, the body
+#: inline after it. Other sections (``{{#if}}``, ``{{#unless}}``, ``{{^x}}``, a bare ``{{#x}}``)
+#: are conditionals: one variant per alternative.
+_LOOP_HELPERS = frozenset({"each", "with", "let", "each-in", "forEach", "times", "repeat"})
+
+
 def scan_mustache(text: str, locate: Locator) -> Scan:
     """Scan a Mustache or Handlebars template (``{{var}}``, ``{{{raw}}}``, ``{{#section}}``,
     ``{{^inverted}}``, ``{{/end}}``, ``{{! comment}}``, ``{{> partial}}``, helpers with
-    arguments, ``~`` whitespace control).
+    arguments, ``{{else}}`` / ``{{else if x}}``, ``~`` whitespace control).
 
-    Each identifier a helper is called with is probed as a variable of its own, so
-    ``{{formatDate now}}`` is seen as using ``now``.
+    Conditional sections become ``branch`` pieces. Each identifier a helper is called with is
+    probed as a variable of its own, so ``{{formatDate now}}`` is seen as using ``now``.
     """
     out = Scan()
-    pieces: list[Piece] = []
-    stack: list[tuple[str, int]] = []
+    tree = _Branches()
+    stack: list[tuple[str, int, bool]] = []  # (name, offset, is a conditional)
     pos = 0
     strip_next = False
     while True:
@@ -207,7 +287,7 @@ def scan_mustache(text: str, locate: Locator) -> Scan:
             if strip_next:
                 t = t.lstrip()
             if t:
-                pieces.append(Piece("static", t, span=locate(pos, len(text), text[pos:])))
+                tree.cur.append(Piece("static", t, span=locate(pos, len(text), text[pos:])))
             break
         sigil = m.group(1) or ""
         if sigil == "!--":
@@ -221,20 +301,26 @@ def scan_mustache(text: str, locate: Locator) -> Scan:
             out.error = out.error or (m.start(), "unclosed `{{`")
             t = text[pos:]
             if t:
-                pieces.append(Piece("static", t, span=locate(pos, len(text), t)))
+                tree.cur.append(Piece("static", t, span=locate(pos, len(text), t)))
             break
         end = close + len(close_tok)
         inner = text[m.end():close]
         tilde_before = inner.startswith("~") or sigil == "~"
         if sigil == "~":
             sigil = ""
+            if re.match(r"~\s*[#^/>&!]", inner):  # {{~#if}}: the sigil follows the tilde
+                sigil = inner.lstrip("~ ")[0]
+                inner = inner.lstrip("~ ")[1:]
+            elif re.match(r"~\s*else\b", inner):
+                sigil = "else"
+                inner = inner.lstrip("~ ")[4:]
         t = text[pos:m.start()]
         if strip_next:
             t = t.lstrip()
         if tilde_before:
             t = t.rstrip()
         if t:
-            pieces.append(Piece("static", t, span=locate(pos, m.start(), text[pos:m.start()])))
+            tree.cur.append(Piece("static", t, span=locate(pos, m.start(), text[pos:m.start()])))
         strip_next = inner.endswith("~")
         body = inner.strip("~").strip()
         raw = text[m.start():end]
@@ -251,27 +337,40 @@ def scan_mustache(text: str, locate: Locator) -> Scan:
                 out.error = out.error or (m.start(), f"`{{{{/{name}}}}}` closes " +
                                           (f"`{want}`" if want else "no open section"))
             else:
-                stack.pop()
+                if stack.pop()[2]:
+                    tree.close()
         elif sigil in ("#", "^"):
             words = body.split()
             name = words[0] if words else ""
-            stack.append((name, m.start()))
             probes = [raw, body] + [f"{{{{ {w} }}}}" for w in _IDENT.findall(" ".join(words[1:]))]
-            pieces.append(Piece("slot", slot=Slot(span, raw, "block", tuple(probes))))
-        elif sigil == "else":
-            pass
+            slot = Slot(span, raw, "block", tuple(probes), names_in(body))
+            cond = sigil == "^" or name in ("if", "unless") or (len(words) == 1 and name not in _LOOP_HELPERS)
+            stack.append((name, m.start(), cond))
+            if cond:
+                tree.open(name, slot)
+            else:
+                tree.cur.append(Piece("slot", slot=slot))
+        elif sigil == "else" or (sigil == "^" and not body):
+            rest = body[4:].strip() if body.startswith("else") else body
+            if stack and stack[-1][2]:
+                if rest.startswith("if ") or rest.startswith("unless "):
+                    tree.alternative(Slot(span, raw, "block", (raw, rest), names_in(rest)))
+                else:
+                    tree.alternative()
         else:  # variable, {{{raw}}}, {{& raw}}, {{> partial}}, helper call
             words = body.split()
             probes = [f"{{{{ {body} }}}}", body]
             if len(words) > 1:
                 probes += [f"{{{{ {w} }}}}" for w in _IDENT.findall(" ".join(words[1:]))]
-            pieces.append(Piece("slot", slot=Slot(span, raw, "block" if sigil == ">" else "variable",
-                                                  tuple(dict.fromkeys(probes)))))
+            partial = sigil == ">"
+            tree.cur.append(Piece("slot", slot=Slot(span, raw, "block" if partial else "variable",
+                                                    tuple(dict.fromkeys(probes)),
+                                                    () if partial else names_in(body))))
         pos = end
     if stack and out.error is None:
-        name, at = stack[-1]
+        name, at, _ = stack[-1]
         out.error = (at, f"section `{name}` is never closed")
-    out.pieces = pieces
+    out.pieces = tree.finish()
     return out
 
 
@@ -281,22 +380,30 @@ def scan_mustache(text: str, locate: Locator) -> Scan:
 #: ``{now:%H:%M}`` (an identifier right after the brace, so JSON examples are not placeholders).
 _PLACEHOLDER = re.compile(
     r"\{\{\{?(?P<dbl>.*?)\}?\}\}"
-    r"|\$\{(?P<dollar>[A-Za-z_][\w.]*)\}"
+    r"|\$\{(?P<dollar>[A-Za-z_][\w.:-]*)\}"
+    r"|\$(?P<arg>ARGUMENTS|\d)\b"
+    r"|(?P<bang>!`[^`\n]+`)"
     r"|(?<!\{)\{(?P<fmt>[A-Za-z_]\w*(?:\.\w+|\[[^\]{}]*\])*)(?:![rsa])?(?::[^{}\n]*)?\}(?!\})", re.S)
 
 
 def scan_placeholders(text: str, locate: Locator) -> Scan:
-    """Scan plain text for placeholders (``{{ x }}``, ``${x}``, ``{x}``); everything else is
-    static, comments included (plain text has none that stay out of the prompt)."""
+    """Scan plain text for placeholders (``{{ x }}`` (also Semantic Kernel's ``{{$x}}`` and
+    Dify's ``{{#node.x#}}``), ``${x}`` (also VS Code's ``${input:x}``), ``{x}``, Claude Code's
+    ``$ARGUMENTS`` / ``$1`` and ``!`command` ``); everything else is static, comments included
+    (plain text has none that stay out of the prompt)."""
     out = Scan()
     pos = 0
     for m in _PLACEHOLDER.finditer(text):
         if m.start() > pos:
             out.pieces.append(Piece("static", text[pos:m.start()], span=locate(pos, m.start(), text[pos:m.start()])))
-        expr = (m.group("dbl") if m.group("dbl") is not None else m.group("dollar") or m.group("fmt") or "").strip()
+        expr = (m.group("dbl") if m.group("dbl") is not None else
+                m.group("dollar") or m.group("fmt") or m.group("arg") or "").strip()
         raw = m.group(0)
-        out.pieces.append(Piece("slot", slot=Slot(locate(m.start(), m.end(), raw), raw, "variable",
-                                                   _probes(expr, {}) if expr else (raw,))))
+        if m.group("bang"):  # Claude Code commands: !`git status` runs when the command is used
+            probes, names = (raw, m.group("bang")[2:-1]), ()
+        else:
+            probes, names = (_probes(expr, {}) if expr else (raw,)), names_in(expr.replace(":", " "))
+        out.pieces.append(Piece("slot", slot=Slot(locate(m.start(), m.end(), raw), raw, "variable", probes, names)))
         pos = m.end()
     if pos < len(text):
         out.pieces.append(Piece("static", text[pos:], span=locate(pos, len(text), text[pos:])))
