@@ -17,8 +17,20 @@ from typing import Callable
 
 from ..model import Parsed
 from .data import parse_data
-from .files import parse_jinja, parse_mustache, parse_plain, parse_prompty
+from .files import parse_gotemplate, parse_jinja, parse_liquid, parse_mustache, parse_plain, parse_prompty
 from .python import parse_python
+
+
+def _js(path: str, text: str) -> Parsed:
+    from .javascript import parse_javascript  # tree-sitter loads only when a file needs it
+
+    return parse_javascript(path, text)
+
+
+def _go(path: str, text: str) -> Parsed:
+    from .golang import parse_go
+
+    return parse_go(path, text)
 
 Parser = Callable[[str, str], Parsed]
 
@@ -38,6 +50,12 @@ PARSERS: dict[str, tuple[str, Parser]] = {
     ".yml": ("yaml", lambda p, t: parse_data(p, t, "yaml")),
     ".json": ("json", lambda p, t: parse_data(p, t, "json")),
     ".py": ("python", parse_python),
+    ".go": ("go", _go),
+    ".tmpl": ("gotemplate", parse_gotemplate),
+    ".gotmpl": ("gotemplate", parse_gotemplate),
+    ".liquid": ("liquid", parse_liquid),
+    **{ext: ("typescript", _js) for ext in (".ts", ".tsx", ".mts", ".cts")},
+    **{ext: ("javascript", _js) for ext in (".js", ".jsx", ".mjs", ".cjs")},
 }
 
 

@@ -12,7 +12,7 @@ import yaml
 
 from ..model import Directive, Doc, Issue, Parsed, Part, Piece, Span
 from .base import LineIndex, line_removal, next_content_line, parse_directive, refuse_directives
-from .templating import Scan, scan_jinja, scan_mustache, scan_placeholders
+from .templating import Scan, scan_jinja, scan_mustache, scan_placeholders, scan_tags
 
 PLAIN_NO_COMMENTS = ("a comment in a plain-text prompt is sent to the model; "
                      "use per-file-ignores in the config or a baseline instead")
@@ -63,6 +63,26 @@ def parse_mustache(path: str, text: str) -> Parsed:
     index = LineIndex(text)
     scan = scan_mustache(text, index.locator(path))
     parsed = Parsed(path, "mustache", [_doc(path, index, scan)])
+    _finish(parsed, scan, index, path)
+    return parsed
+
+
+def parse_gotemplate(path: str, text: str) -> Parsed:
+    """A Go ``text/template`` file (``.tmpl``, ``.gotmpl``): one prompt; ``{{/* */}}`` comments
+    hold directives."""
+    index = LineIndex(text)
+    scan = scan_tags(text, index.locator(path), "go")
+    parsed = Parsed(path, "gotemplate", [_doc(path, index, scan)])
+    _finish(parsed, scan, index, path)
+    return parsed
+
+
+def parse_liquid(path: str, text: str) -> Parsed:
+    """A Liquid template file (``.liquid``): one prompt; ``{% comment %}`` blocks hold
+    directives."""
+    index = LineIndex(text)
+    scan = scan_tags(text, index.locator(path), "liquid")
+    parsed = Parsed(path, "liquid", [_doc(path, index, scan)])
     _finish(parsed, scan, index, path)
     return parsed
 

@@ -421,3 +421,150 @@ def scan_string(text: str, locate: Locator) -> Scan:
 def span_at(span: Span) -> Span:
     """The first character of ``span``."""
     return Span(span.path, span.line, span.col, span.line, span.col + 1)
+
+
+# ------------------------------------------------------------------------ Go templates, Liquid
+
+_GO_OPEN = re.compile(r"\{\{(-\s)?")
+_LIQUID_OPEN = re.compile(r"\{\{-?|\{%-?")
+_GO_STR = re.compile(r'"(?:[^"\\\n]|\\.)*"|`[^`]*`|\'(?:[^\'\\\n]|\\.)*\'')
+#: Per dialect: statements that open a conditional, start another alternative, close a
+#: conditional; that open a block rendering its body (loops), close one; whose body is not
+#: rendered (``define``, ``capture``, ``comment``); and that bind a variable.
+_DIALECT = {
+    "go": {"if": ("if",), "alt": ("else",), "endif": (), "loop": ("range", "with", "block"), "end": ("end",),
+           "hidden": ("define",), "bind": ()},
+    "liquid": {"if": ("if", "unless", "case"), "alt": ("elsif", "else", "when"),
+               "endif": ("endif", "endunless", "endcase"), "loop": ("for", "tablerow"),
+               "end": ("endfor", "endtablerow", "endcapture", "endcomment", "endraw"),
+               "hidden": ("capture", "comment"), "bind": ("assign",)},
+}
+
+
+def scan_tags(text: str, locate: Locator, dialect: str) -> Scan:
+    """Scan a Go ``text/template`` (``{{ .Name }}``, ``{{- if .X }}...{{ else }}...{{ end }}``,
+    ``{{/* comment */}}``, ``{{ range }}``, ``{{ define }}``) or a Liquid template (``{{ x | f }}``,
+    ``{% if %}{% elsif %}{% else %}{% endif %}``, ``{% case %}{% when %}``, ``{% for %}``,
+    ``{% assign %}``, ``{% capture %}``, ``{% comment %}``, ``{% raw %}``, ``-`` trimming).
+
+    Conditionals become ``branch`` pieces; loops are a block slot with the body inline after it;
+    ``define`` / ``capture`` / ``comment`` bodies render nothing where they stand.
+    """
+    d = _DIALECT[dialect]
+    out = Scan()
+    tree = _Branches()
+    stack: list[str] = []  # open statements: "if", "loop", "hidden"
+    bindings: dict[str, str] = {}
+    hidden = 0
+    pending_strip = False
+    pos = 0
+    opener = _GO_OPEN if dialect == "go" else _LIQUID_OPEN
+
+    def data(s: int, e: int, rstrip: bool) -> None:
+        nonlocal pending_strip
+        t = text[s:e]
+        if pending_strip:
+            t = t.lstrip()
+        pending_strip = False
+        if rstrip:
+            t = t.rstrip()
+        if t and hidden == 0:
+            tree.cur.append(Piece("static", t, span=locate(s, e, text[s:e])))
+
+    while True:
+        m = opener.search(text, pos)
+        if m is None:
+            data(pos, len(text), False)
+            break
+        tok = m.group(0)
+        is_stmt = tok.startswith("{%")
+        close_tok = "%}" if is_stmt else "}}"
+        strip_before = "-" in tok
+        i = m.end()
+        while True:  # the close, skipping string literals
+            j = text.find(close_tok, i)
+            sm = _GO_STR.search(text, i, j) if j >= 0 else None
+            if sm is None:
+                break
+            i = sm.end()
+        if j < 0:
+            out.error = out.error or (m.start(), f"unclosed `{tok.strip()}`")
+            data(pos, len(text), False)
+            break
+        inner = text[m.end():j]
+        strip_after = inner.endswith("-") if dialect == "liquid" else inner.endswith(" -")
+        body = inner[:-1] if strip_after else inner
+        body = body.strip()
+        end = j + 2
+        data(pos, m.start(), strip_before)
+        raw = text[m.start():end]
+        span = locate(m.start(), end, raw)
+        word, _, rest = body.partition(" ")
+        if dialect == "go" and body.startswith("/*"):
+            out.comments.append(Comment(body[2:-2] if body.endswith("*/") else body[2:], m.start(), end))
+        elif dialect == "liquid" and is_stmt and word == "raw":
+            r = re.compile(r"\{%-?\s*endraw\s*-?%\}").search(text, end)
+            stop = r.start() if r else len(text)
+            data(end, stop, False)
+            pos = r.end() if r else len(text)
+            continue
+        elif dialect == "liquid" and is_stmt and word == "comment":
+            r = re.compile(r"\{%-?\s*endcomment\s*-?%\}").search(text, end)
+            stop = r.start() if r else len(text)
+            out.comments.append(Comment(text[end:stop], m.start(), r.end() if r else len(text)))
+            pos = r.end() if r else len(text)
+            continue
+        elif (is_stmt or dialect == "go") and word in d["if"]:
+            stack.append("if")
+            tree.open(word, Slot(span, raw, "block", (raw, rest), _names(rest, bindings)))
+        elif (is_stmt or dialect == "go") and word in d["alt"] and stack and stack[-1] == "if":
+            cond = rest[3:] if rest.startswith("if ") else rest
+            if word in ("elsif", "when") or rest.startswith("if "):
+                tree.alternative(Slot(span, raw, "block", (raw, cond), _names(cond, bindings)))
+            else:
+                tree.alternative()
+        elif (is_stmt or dialect == "go") and (word in d["endif"] or (word in d["end"] and stack and stack[-1] == "if")):
+            if stack:
+                stack.pop()
+            tree.close()
+        elif (is_stmt or dialect == "go") and word in d["hidden"]:
+            stack.append("hidden")
+            hidden += 1
+            if word == "capture":
+                bindings[rest.strip()] = ""
+        elif (is_stmt or dialect == "go") and word in d["loop"]:
+            stack.append("loop")
+            it = rest.split(" in ", 1)[1] if " in " in rest else rest.split(":=", 1)[-1]
+            tree.cur.append(Piece("slot", slot=Slot(span, raw, "block", (raw, rest), _names(it, bindings))))
+        elif (is_stmt or dialect == "go") and word in d["end"]:
+            if stack:
+                top = stack.pop()
+                if top == "hidden":
+                    hidden = max(0, hidden - 1)
+                elif top == "if":
+                    tree.close()
+        elif is_stmt and word in d["bind"]:
+            name, _, expr = rest.partition("=")
+            bindings[name.strip()] = expr.strip()
+        elif is_stmt and word in ("include", "render", "section"):
+            tree.cur.append(Piece("slot", slot=Slot(span, raw, "block", (raw, rest), ())))
+        elif is_stmt:
+            pass  # other Liquid tags (increment, cycle, echo...): rare in prompts
+        elif dialect == "go" and word in ("template",):
+            tree.cur.append(Piece("slot", slot=Slot(span, raw, "block", (raw, rest), ())))
+        elif dialect == "go" and word in ("break", "continue"):
+            pass
+        elif hidden == 0:
+            expr = body
+            if dialect == "go":  # a Go variable or field: `.Name`, `$x.Name`; sprig functions by name
+                probe_expr = re.sub(r"(?<![\w)])\.(?=[A-Za-z_])", "", expr)
+            else:
+                probe_expr = expr
+            tree.cur.append(Piece("slot", slot=Slot(span, raw, "variable", _probes(probe_expr, bindings) + (expr,),
+                                                    _names(expr, bindings))))
+        pending_strip = strip_after
+        pos = end
+    if stack and out.error is None:
+        out.error = (len(text) - 1 if text else 0, f"`{stack[-1]}` block is never closed")
+    out.pieces = [p for p in tree.finish() if p.kind != "static" or p.text]
+    return out
