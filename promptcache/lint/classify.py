@@ -7,8 +7,10 @@ data in the rule files (``rules/lint/*.yaml``):
   slot's probes (its source text, ``{{ expr }}`` forms, what its names were assigned from): the
   clock and random-id calls of each language's standard library (``datetime.now()``,
   ``new Date()``, ``time.Now()``, ``crypto.randomUUID()``), the workflow tools' built-in
-  variables (``$now``, ``{{$today}}``). A source match is definite; the longest match wins (so
-  ``new Date().toLocaleDateString()`` is a date, not a time).
+  variables (``$now``, ``{{$today}}``). A source match is definite. The match that starts
+  furthest right wins, then the longest: the outermost call decides what a chain renders
+  (``new Date().toLocaleDateString()`` and ``datetime.now().strftime("%Y-%m-%d")`` are dates,
+  not times).
 - **its names**: each name the value is read from (``callerAgentId``, ``user.profile``,
   ``$json.session_id``, ``getCurrentDate``) is split into lower-case words (camelCase,
   PascalCase, snake_case, kebab-case, dotted and ``$`` names; acronyms kept whole:
@@ -163,15 +165,17 @@ class Classifier:
         self._order = {r.id: k for k, r in enumerate(self.rules)}
 
     def by_source(self, slot: Slot) -> Match | None:
-        """The longest ``template_patterns`` match over the slot's probes, or ``None``."""
-        best: tuple[int, int, Rule, str] | None = None
+        """The ``template_patterns`` match over the slot's probes that starts furthest right,
+        then the longest, then the lower code's; ``None`` when nothing matches."""
+        best: tuple[tuple[int, int, int], Rule, str] | None = None
         for k, r in enumerate(self.rules):
             for pat in r.patterns("template_patterns"):
                 for probe in slot.probes:
-                    m = pat.search(probe)
-                    if m and (best is None or (len(m.group(0)), -k) > (best[0], best[1])):
-                        best = (len(m.group(0)), -k, r, m.group(0))
-        return Match(best[2], "source", best[3]) if best else None
+                    for m in pat.finditer(probe):
+                        key = (m.start(), len(m.group(0)), -k)
+                        if best is None or key > best[0]:
+                            best = (key, r, m.group(0))
+        return Match(best[1], "source", best[2]) if best else None
 
     def by_name(self, names: Iterable[str]) -> Match | None:
         """The best ``template_names`` (or ``stable_names``) match over the names, or ``None``."""

@@ -89,11 +89,36 @@ def parse_liquid(path: str, text: str) -> Parsed:
 
 def parse_plain(path: str, text: str) -> Parsed:
     """A plain-text or Markdown prompt with placeholders. It has no comments that stay out of
-    the prompt, so inline directives are refused (``invalid-suppression``)."""
+    the prompt, so inline directives are refused (``invalid-suppression``).
+
+    Markdown prompt files with YAML front matter (Claude Code agents and commands, Copilot
+    ``.prompt.md``, Cursor ``.mdc`` rules): the front matter is metadata, not prompt text; its
+    ``model`` names the model; the body is the prompt.
+    """
     index = LineIndex(text)
-    scan = scan_placeholders(text, index.locator(path))
-    parsed = Parsed(path, "text", [_doc(path, index, scan)], comments=False)
-    parsed.issues += refuse_directives(text, index, path, PLAIN_NO_COMMENTS)
+    m = _FRONT.match(text)
+    base = 0
+    model = None
+    parsed = Parsed(path, "text", comments=False)
+    if m and path.lower().endswith((".md", ".mdc", ".markdown", ".prompt")):
+        base = m.end()
+        parsed.language = "markdown"
+        try:
+            front = yaml.safe_load(m.group(1) or "") or {}
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            line = (mark.line + 2) if mark is not None else 2
+            parsed.issues.append(Issue("template-syntax", Span.point(path, line, 1), "front matter",
+                                       {"reason": f"front matter is not valid YAML: {getattr(e, 'problem', e)}"}))
+            front = {}
+        if isinstance(front, dict) and isinstance(front.get("model"), str):
+            model = front["model"]
+    scan = scan_placeholders(text[base:], index.locator(path, base))
+    doc = _doc(path, index, scan, base=base)
+    doc.model = model if model and re.match(r"(?i)^(gpt|o\d|claude|gemini|deepseek)", model) else None
+    parsed.docs.append(doc)
+    parsed.issues += refuse_directives(text[base:], index, path, PLAIN_NO_COMMENTS) if not base else \
+        [i for i in refuse_directives(text, index, path, PLAIN_NO_COMMENTS) if i.span.line > index.pos(base)[0] - 1]
     return parsed
 
 

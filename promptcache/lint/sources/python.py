@@ -487,6 +487,129 @@ class PythonSource:
                             provider="anthropic" if kind == "anthropic" else "openai", automatic_breakpoint=auto))
         return docs
 
+    # ----------------------------------------------------------------- LangChain
+
+    def _lc_string(self, node: ast.AST, scope: Scope, fmt: str, partials: dict[str, ast.AST]) -> list[Piece]:
+        """A LangChain template string: its pieces, with ``{field}`` (f-string) or ``{{field}}``
+        (mustache, jinja2) placeholders as slots; partial variables add what they are bound to."""
+        target = node
+        if isinstance(node, ast.Name):
+            got = self.assignment(node.id, scope, node.lineno)
+            if got is not None and self.is_stringish(got[1], self.scope_of(got[0])):
+                self.consumed.add(got[0])
+                target, scope = got[1], self.scope_of(got[0])
+        if fmt in ("mustache", "jinja2"):
+            from .templating import scan_jinja, scan_mustache
+
+            if isinstance(target, ast.Constant) and isinstance(target.value, str):
+                a = self.offset(target.lineno, target.col_offset)
+                raw_src = self.text[a:self.offset(target.end_lineno or target.lineno, target.end_col_offset or 0)]
+                q = len(raw_src) - len(raw_src.lstrip("rRbBuUfF"))
+                q += 3 if raw_src[q:q + 3] in ('"""', "'''") else 1
+                scan = (scan_mustache if fmt == "mustache" else scan_jinja)(target.value, self.index.locator(self.path, a + q))
+                return scan.pieces
+            return self.pieces(target, scope)
+        pieces = self._fields(self.pieces(target, scope), target)
+        out = []
+        for p in pieces:
+            if p.kind == "static":
+                out.append(Piece("static", p.text.replace("{{", "{").replace("}}", "}"), span=p.span))
+                continue
+            name = p.slot.source.strip("{}") if p.slot is not None else ""
+            bound = partials.get(name.split(".")[0])
+            if bound is not None and p.slot is not None:
+                src = self.src(bound)
+                sl = p.slot
+                p = Piece("slot", slot=Slot(sl.span, sl.source, sl.kind, (*sl.probes, f"{{{{ {src} }}}}", src),
+                                            (*sl.names, *names_in(src))))
+            out.append(p)
+        return out
+
+    @staticmethod
+    def _lc_kw(call: ast.Call, key: str) -> ast.AST | None:
+        return next((k.value for k in call.keywords if k.arg == key), None)
+
+    def _lc_partials(self, call: ast.Call) -> dict[str, ast.AST]:
+        out: dict[str, ast.AST] = {}
+        pv = self._lc_kw(call, "partial_variables")
+        if isinstance(pv, ast.Dict):
+            for k, v in zip(pv.keys, pv.values):
+                if isinstance(k, ast.Constant) and isinstance(k.value, str):
+                    out[k.value] = v
+        parent = self.parent.get(call)
+        if isinstance(parent, ast.Attribute) and parent.attr == "partial":
+            outer = self.parent.get(parent)
+            if isinstance(outer, ast.Call):
+                out.update({k.arg: k.value for k in outer.keywords if k.arg})
+        return out
+
+    def langchain_docs(self) -> list[Doc]:
+        """LangChain prompt templates: ``PromptTemplate.from_template(s)`` / ``PromptTemplate(template=s)``,
+        ``ChatPromptTemplate.from_messages([("system", s), ("human", "{input}"), MessagesPlaceholder(...)])``,
+        ``*MessagePromptTemplate.from_template(s)``; ``{field}`` placeholders (``template_format``
+        ``mustache`` / ``jinja2``: ``{{ field }}``) are slots, ``partial_variables`` and
+        ``.partial(...)`` add what a field is bound to."""
+        docs = []
+        inside: set[ast.AST] = set()
+        for call in ast.walk(self.tree):
+            if not isinstance(call, ast.Call):
+                continue
+            f = call.func
+            dotted = self.src(f).replace(" ", "")
+            head, _, method = dotted.rpartition(".")
+            head = head.rsplit(".", 1)[-1]
+            scope = self.scope_of(call)
+            fmt_n = self._lc_kw(call, "template_format")
+            fmt = fmt_n.value if isinstance(fmt_n, ast.Constant) and isinstance(fmt_n.value, str) else "f-string"
+            partials = self._lc_partials(call)
+            name = f"{(head or dotted)}@{call.lineno}"
+            if call in inside:
+                continue
+            if (method == "from_template" and head.endswith("PromptTemplate")) or \
+                    (isinstance(f, ast.Name) and f.id == "PromptTemplate"):
+                tmpl = call.args[0] if call.args else self._lc_kw(call, "template")
+                if tmpl is None:
+                    continue
+                role = "system" if head.startswith("System") else "user" if head.startswith("Human") else "template"
+                docs.append(Doc(self.path, name, [Part(role, "template", self._lc_string(tmpl, scope, fmt, partials),
+                                                      self.span(tmpl))], self.span(call)))
+            elif (method == "from_messages" and head == "ChatPromptTemplate") or \
+                    (isinstance(f, ast.Name) and f.id == "ChatPromptTemplate" and call.args):
+                msgs = call.args[0] if call.args else self._lc_kw(call, "messages")
+                if isinstance(msgs, ast.Name):
+                    got = self.assignment(msgs.id, scope, msgs.lineno)
+                    msgs = got[1] if got is not None else msgs
+                if not isinstance(msgs, (ast.List, ast.Tuple)):
+                    continue
+                parts = []
+                for k, el in enumerate(msgs.elts):
+                    pname = f"messages[{k}]"
+                    if isinstance(el, ast.Tuple) and len(el.elts) == 2 and isinstance(el.elts[0], ast.Constant):
+                        r = str(el.elts[0].value)
+                        if r == "placeholder":
+                            parts.append(Part("user", pname, [self._slot(el.elts[1], scope, 0, kind="block")],
+                                              self.span(el)))
+                            continue
+                        role = {"human": "user", "ai": "assistant"}.get(r, r)
+                        parts.append(Part(role, pname, self._lc_string(el.elts[1], scope, fmt, partials), self.span(el)))
+                    elif isinstance(el, ast.Call):
+                        inside.add(el)
+                        en = self.src(el.func).replace(" ", "").rsplit(".", 1)
+                        cls = en[0] if len(en) == 1 else en[0].rsplit(".", 1)[-1]
+                        role = "system" if cls.startswith("System") else "assistant" if cls.startswith("AI") else "user"
+                        arg = el.args[0] if el.args else self._lc_kw(el, "content") or self._lc_kw(el, "template")
+                        if cls == "MessagesPlaceholder" or arg is None:
+                            parts.append(Part("user", pname, [self._slot(el, scope, 0, kind="block")], self.span(el)))
+                        elif cls.endswith("PromptTemplate"):
+                            parts.append(Part(role, pname, self._lc_string(arg, scope, fmt, partials), self.span(el)))
+                        else:  # SystemMessage(content=...): literal text, not a template
+                            parts.append(Part(role, pname, self.pieces(arg, scope) if self.is_stringish(arg, scope)
+                                              else [self._slot(arg, scope, 0)], self.span(el)))
+                    else:
+                        parts.append(Part("user", pname, [self._slot(el, scope, 0, kind="block")], self.span(el)))
+                docs.append(Doc(self.path, name, parts, self.span(call)))
+        return docs
+
     def constant_docs(self) -> list[Doc]:
         """One doc per assignment of a prompt string to a prompt-like name that no SDK call used."""
         docs = []
@@ -683,11 +806,14 @@ def parse_python(path: str, text: str) -> Parsed:
     parsed = Parsed(path, "python")
     try:
         src = PythonSource(path, text)
-    except SyntaxError as e:
-        parsed.issues.append(Issue("template-syntax", Span.point(path, e.lineno or 1, e.offset or 1), "python",
-                                   {"reason": f"Python syntax error: {e.msg}"}))
+    except (SyntaxError, ValueError) as e:  # ValueError: a NUL byte in the source
+        e_line = getattr(e, "lineno", None) or 1
+        e_col = getattr(e, "offset", None) or 1
+        parsed.issues.append(Issue("template-syntax", Span.point(path, e_line, e_col), "python",
+                                   {"reason": f"Python syntax error: {getattr(e, 'msg', None) or e}"}))
         return parsed
     parsed.docs += src.sdk_docs()
+    parsed.docs += src.langchain_docs()
     parsed.docs += src.constant_docs()
     parsed.issues += src.code_checks()
     src.directives(parsed)
