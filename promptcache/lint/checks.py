@@ -228,11 +228,18 @@ def _flatten(pieces: tuple[Piece, ...] | list[Piece], choice: dict[int, int], se
             out.append(pc)
             continue
         seen.append(pc)
-        if pc.slot is not None:  # the condition itself is a value of the prompt (a `block` slot)
-            out.append(Piece("slot", slot=pc.slot, span=pc.span))
+        if pc.slot is not None:  # the condition (or a loop's iterable) is a value of the prompt
+            c = pc.slot
+            out.append(Piece("slot", slot=Slot(c.span, c.source, "block" if pc.loop else "condition", c.probes,
+                                               c.names), span=pc.span))
         alt = choice.get(id(pc), 0)
         if pc.branches:
-            out += _flatten(pc.branches[min(alt, len(pc.branches) - 1)], choice, seen)
+            body = _flatten(pc.branches[min(alt, len(pc.branches) - 1)], choice, seen)
+            if pc.loop:  # a loop body's variables vary with the items, which the loop slot stands for
+                body = [Piece("slot", slot=Slot(b.slot.span, b.slot.source, "in-loop", b.slot.probes, b.slot.names),
+                              span=b.span) if b.kind == "slot" and b.slot is not None and b.slot.kind == "variable"
+                        else b for b in body]
+            out += body
     return out
 
 
@@ -335,8 +342,10 @@ def _check_variant(doc: Doc, rules: Sequence[Rule], settings: Settings) -> list[
             continue  # a deploy-time constant (stable_names)
         rule = got.rule if got is not None else None
         if rule is None:
-            # unknown: a variable (or a block that reads names) no vocabulary classifies
-            if unknown is None or (slot.kind != "variable" and not slot.names):
+            # unknown: a variable (or a loop or block that reads names) no vocabulary classifies;
+            # a condition's alternatives are checked as variants instead, and a loop's body
+            # varies with the loop, which is reported itself
+            if unknown is None or slot.kind in ("condition", "in-loop") or (slot.kind != "variable" and not slot.names):
                 continue
             rule = unknown
         elif rule.id not in selected:

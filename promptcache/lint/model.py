@@ -42,8 +42,9 @@ class Slot:
     Attributes:
         span: where it is in the source.
         source: its source text (``{{ now() }}``, ``datetime.now()``, ``{% if x %}``).
-        kind: ``variable`` (an expression rendered into the text) or ``block`` (a control
-            block, include or section whose output varies).
+        kind: ``variable`` (an expression rendered into the text), ``block`` (a loop,
+            include or section whose output varies) or ``condition`` (the test of a conditional,
+            in a variant of the prompt).
         probes: the texts the rules' ``template_patterns`` are matched against: the source in a
             ``{{ expr }}`` form, the bare expression, and what its names were assigned from.
         names: the names the value is read from, as written (``user.profile``, ``$json.sessionId``,
@@ -66,7 +67,9 @@ class Piece:
     A ``branch`` piece is a conditional (``{{#if isAdmin}}``, ``{% if %}``, ``{{ if .X }}``):
     ``slot`` is its condition and ``branches`` the pieces each alternative renders (an ``if``
     with no ``else`` has an empty alternative). :func:`promptcache.lint.checks.variants` expands
-    a prompt into one flat variant per alternative.
+    a prompt into one flat variant per alternative. A loop (``{% for %}``, ``{{#each}}``,
+    ``{{ range }}``) is a branch with ``loop`` set: its iterable is ``slot``, its body the first
+    alternative (rendered once in a variant), an empty list or ``else`` body the second.
     """
 
     kind: PieceKind
@@ -74,6 +77,7 @@ class Piece:
     slot: Slot | None = None
     span: Span | None = None
     branches: tuple[tuple["Piece", ...], ...] = ()
+    loop: bool = False
 
 
 @dataclass(slots=True)

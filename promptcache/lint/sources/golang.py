@@ -24,7 +24,7 @@ import re
 
 from ..classify import names_in
 from ..model import Doc, Parsed, Part, Piece, Slot
-from .base import LineIndex
+from .base import LineIndex, Occurrences
 from .templating import scan_tags
 from .treesitter import Node, TSFile
 
@@ -223,9 +223,18 @@ class GoSource:
         return [self.slot(node)]
 
     def _sprintf(self, args: list[Node], depth: int) -> list[Piece]:
+        """``fmt.Sprintf(format, args...)``: each verb is a slot for its argument, located at the
+        verb in the format literal (where the value lands in the prompt) and named by the
+        argument (``%s (now)``); a ``%s`` / ``%v`` of a string expression is inlined."""
         fmt = args[0]
         fmt_pieces = self.pieces(fmt, depth + 1)
         values = args[1:]
+        lit = self._unwrap(fmt)
+        if lit.type == "identifier":
+            got = self.resolve(lit)
+            lit = self._unwrap(got[1]) if got is not None else lit
+        occ = Occurrences(self.f.src(lit)) if self.literal(lit) is not None else None
+        base = self.f.offset(lit)
         out: list[Piece] = []
         k = 0
         for p in fmt_pieces:
@@ -235,17 +244,24 @@ class GoSource:
             pos = 0
             for m in _VERB.finditer(p.text):
                 if m.group(2) == "%":
+                    if occ is not None:
+                        occ.find(m.group(0))
                     continue
                 if m.start() > pos:
                     out.append(Piece("static", p.text[pos:m.start()], span=p.span))
                 idx = int(m.group(1)) - 1 if m.group(1) else k
                 k = idx + 1
+                at = occ.find(m.group(0)) if occ is not None else -1
+                verb_span = self.f.index.span(self.path, base + at, base + at + len(m.group(0))) if at >= 0 else None
                 if idx < len(values) and m.group(2) in ("s", "v") and self.is_stringish(values[idx], depth + 1):
                     out += self.pieces(values[idx], depth + 1)
                 elif idx < len(values):
-                    out.append(self.slot(values[idx]))
+                    sl = self.slot(values[idx]).slot
+                    assert sl is not None
+                    out.append(Piece("slot", slot=Slot(verb_span or sl.span, f"{m.group(0)} ({sl.source})", sl.kind,
+                                                       sl.probes, sl.names)))
                 else:
-                    out.append(Piece("slot", slot=Slot(p.span or self.f.span(fmt), m.group(0), "variable",
+                    out.append(Piece("slot", slot=Slot(verb_span or p.span or self.f.span(fmt), m.group(0), "variable",
                                                        (m.group(0),), ())))
                 pos = m.end()
             if pos < len(p.text):
@@ -322,21 +338,19 @@ class GoSource:
         for lit in self.composites:
             t = lit.child_by_field_name("type")
             body = lit.child_by_field_name("body")
-            if t is None or body is None or not self.f.src(t).endswith("ChatCompletionMessage"):
+            tname = self.f.src(t) if t is not None else ""
+            if body is None or not tname.endswith("ChatCompletionMessage"):
                 continue
-            fields = {}
-            for el in body.named_children:
-                if el.type == "keyed_element" and len(el.named_children) == 2:
-                    fields[self.f.src(el.named_children[0])] = el.named_children[1]
-            if "Content" not in fields:
-                continue
-            val = fields["Content"]
-            val = val.named_children[0] if val.type == "literal_element" and val.named_children else val
-            r = self.f.src(fields.get("Role", lit)) if "Role" in fields else "user"
-            role = "system" if "System" in r or "system" in r else "assistant" if "ssistant" in r else "user"
-            fn = self._enclosing_function(lit)
-            by_fn.setdefault(fn.id, (fn, []))[1].append(Part(role, f"message@{self.f.span(lit).line}",
-                                                               self._text(val), self.f.span(lit)))
+            values = [body]
+            if tname.startswith("[]"):  # []openai.ChatCompletionMessage{{Role: ..., Content: ...}, ...}
+                values = [c.named_children[0] if c.type == "literal_element" and c.named_children else c
+                          for c in body.named_children]
+                values = [v for v in values if v.type == "literal_value"]
+            for value in values:
+                part = self._message(value, lit)
+                if part is not None:
+                    fn = self._enclosing_function(lit)
+                    by_fn.setdefault(fn.id, (fn, []))[1].append(part)
         for fn, parts in by_fn.values():
             docs.append(Doc(self.path, f"messages@{parts[0].span.line}", parts, parts[0].span, provider="openai"))
         # prompt-like names: built first (what one uses is consumed), then kept if unused
@@ -363,6 +377,21 @@ class GoSource:
 
     def _named(self, value: Node) -> list[Piece]:
         return self.template(value) if "{{" in self.f.src(value) else self.pieces(value)
+
+    def _message(self, value: Node, lit: Node) -> Part | None:
+        """A ``ChatCompletionMessage`` literal's ``{Role: ..., Content: ...}`` as a part."""
+        fields = {}
+        for el in value.named_children:
+            if el.type == "keyed_element" and len(el.named_children) == 2:
+                k, v = el.named_children
+                v = v.named_children[0] if v.type == "literal_element" and v.named_children else v
+                k = k.named_children[0] if k.type == "literal_element" and k.named_children else k
+                fields[self.f.src(k)] = v
+        if "Content" not in fields:
+            return None
+        r = self.f.src(fields["Role"]) if "Role" in fields else "user"
+        role = "system" if "System" in r or "system" in r else "assistant" if "ssistant" in r else "user"
+        return Part(role, f"message@{self.f.span(value).line}", self._text(fields["Content"]), self.f.span(value))
 
     def _text(self, node: Node) -> list[Piece]:
         return self.pieces(node) if self.is_stringish(node) else [self.slot(node)]

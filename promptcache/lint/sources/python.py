@@ -560,6 +560,8 @@ class PythonSource:
             head = head.rsplit(".", 1)[-1]
             scope = self.scope_of(call)
             fmt_n = self._lc_kw(call, "template_format")
+            if fmt_n is None and method == "from_template" and len(call.args) > 1:
+                fmt_n = call.args[1]  # from_template(template, template_format)
             fmt = fmt_n.value if isinstance(fmt_n, ast.Constant) and isinstance(fmt_n.value, str) else "f-string"
             partials = self._lc_partials(call)
             name = f"{(head or dotted)}@{call.lineno}"

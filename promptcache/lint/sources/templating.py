@@ -63,15 +63,15 @@ class _Branches:
 
     def __init__(self) -> None:
         self.top: list[Piece] = []
-        self.stack: list[tuple[str, Slot, Span, list[list[Piece]]]] = []
+        self.stack: list[tuple[str, Slot, Span, list[list[Piece]], bool]] = []
 
     @property
     def cur(self) -> list[Piece]:
         return self.stack[-1][3][-1] if self.stack else self.top
 
-    def open(self, word: str, cond: Slot) -> None:
-        """A conditional opens: its first alternative starts."""
-        self.stack.append((word, cond, cond.span, [[]]))
+    def open(self, word: str, cond: Slot, loop: bool = False) -> None:
+        """A conditional (or a loop) opens: its first alternative starts."""
+        self.stack.append((word, cond, cond.span, [[]], loop))
 
     def alternative(self, cond: Slot | None = None) -> bool:
         """``else`` / ``elif``: the next alternative starts (with its condition as a slot)."""
@@ -87,10 +87,10 @@ class _Branches:
         other alternative)."""
         if not self.stack:
             return False
-        _, cond, span, alts = self.stack.pop()
+        _, cond, span, alts, loop = self.stack.pop()
         if len(alts) == 1:
             alts.append([])
-        self.cur.append(Piece("branch", slot=cond, span=span, branches=tuple(tuple(a) for a in alts)))
+        self.cur.append(Piece("branch", slot=cond, span=span, branches=tuple(tuple(a) for a in alts), loop=loop))
         return True
 
     def finish(self) -> list[Piece]:
@@ -228,18 +228,21 @@ def scan_jinja(text: str, locate: Locator, *, keep_trailing_newline: bool = Fals
                 tree.open("if", Slot(locate(m.start(), end, raw), raw, "block", (raw, rest), _names(rest, bindings)))
             elif word == "elif":
                 tree.alternative(Slot(locate(m.start(), end, raw), raw, "block", (raw, rest), _names(rest, bindings)))
-            elif word == "else" and blocks and blocks[-1] == "if":
+            elif word == "else" and blocks and blocks[-1] in ("if", "for"):
                 tree.alternative()
-            elif word == "endif":
-                if blocks and blocks[-1] == "if":
-                    blocks.pop()
+            elif word in ("endif", "endfor") and blocks and blocks[-1] == word[3:]:
+                blocks.pop()
                 tree.close()
-            elif word in ("for", "include", "extends", "import", "from", "call", "filter", "with", "set"):
+            elif word == "for":
+                blocks.append("for")
+                it = rest.split(" in ", 1)[1] if " in " in rest else rest
+                tree.open("for", Slot(locate(m.start(), end, raw), raw, "block", (raw, rest), _names(it, bindings)),
+                          loop=True)
+            elif word in ("include", "extends", "import", "from", "call", "filter", "with", "set"):
                 # a block whose output varies (a `set` here is a block set: {% set x %}...{% endset %})
-                if word in ("for", "call", "filter", "with", "set"):
+                if word in ("call", "filter", "with", "set"):
                     blocks.append(word)
-                names = _names(rest.split(" in ", 1)[1] if word == "for" and " in " in rest else rest, bindings) \
-                    if word not in ("include", "extends", "import", "from") else ()
+                names = _names(rest, bindings) if word not in ("include", "extends", "import", "from") else ()
                 tree.cur.append(Piece("slot", slot=Slot(locate(m.start(), end, raw), raw, "block",
                                                         (raw, rest), names)))
             elif word.startswith("end") and blocks and blocks[-1] == word[3:]:
@@ -345,11 +348,8 @@ def scan_mustache(text: str, locate: Locator) -> Scan:
             probes = [raw, body] + [f"{{{{ {w} }}}}" for w in _IDENT.findall(" ".join(words[1:]))]
             slot = Slot(span, raw, "block", tuple(probes), names_in(body))
             cond = sigil == "^" or name in ("if", "unless") or (len(words) == 1 and name not in _LOOP_HELPERS)
-            stack.append((name, m.start(), cond))
-            if cond:
-                tree.open(name, slot)
-            else:
-                tree.cur.append(Piece("slot", slot=slot))
+            stack.append((name, m.start(), True))
+            tree.open(name, slot, loop=not cond)  # {{#each}}, {{#with}}: a loop over the body
         elif sigil == "else" or (sigil == "^" and not body):
             rest = body[4:].strip() if body.startswith("else") else body
             if stack and stack[-1][2]:
@@ -517,7 +517,7 @@ def scan_tags(text: str, locate: Locator, dialect: str) -> Scan:
         elif (is_stmt or dialect == "go") and word in d["if"]:
             stack.append("if")
             tree.open(word, Slot(span, raw, "block", (raw, rest), _names(rest, bindings)))
-        elif (is_stmt or dialect == "go") and word in d["alt"] and stack and stack[-1] == "if":
+        elif (is_stmt or dialect == "go") and word in d["alt"] and stack and stack[-1] in ("if", "loop"):
             cond = rest[3:] if rest.startswith("if ") else rest
             if word in ("elsif", "when") or rest.startswith("if "):
                 tree.alternative(Slot(span, raw, "block", (raw, cond), _names(cond, bindings)))
@@ -535,13 +535,13 @@ def scan_tags(text: str, locate: Locator, dialect: str) -> Scan:
         elif (is_stmt or dialect == "go") and word in d["loop"]:
             stack.append("loop")
             it = rest.split(" in ", 1)[1] if " in " in rest else rest.split(":=", 1)[-1]
-            tree.cur.append(Piece("slot", slot=Slot(span, raw, "block", (raw, rest), _names(it, bindings))))
+            tree.open(word, Slot(span, raw, "block", (raw, rest), _names(it, bindings)), loop=True)
         elif (is_stmt or dialect == "go") and word in d["end"]:
             if stack:
                 top = stack.pop()
                 if top == "hidden":
                     hidden = max(0, hidden - 1)
-                elif top == "if":
+                elif top in ("if", "loop"):
                     tree.close()
         elif is_stmt and word in d["bind"]:
             name, _, expr = rest.partition("=")
