@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.markup import escape
+
 from ..report.terminal import console
 
 from ..errors import ExitCode
@@ -58,7 +60,7 @@ def lint_cmd(
 ) -> int:
     """Check prompt templates (Jinja2, Prompty, Mustache, text, YAML/JSON bodies, Python) for what defeats prompt caching."""
     from ..lint import LintOptions, lint_paths
-    from ..report.lint_records import auto_format, reporter
+    from ..report.lint_records import auto_format, printable, reporter
 
     err = console(stderr=True)
     overrides: dict = {}
@@ -88,7 +90,7 @@ def lint_cmd(
         err.print(f"fixed {run.fixed} finding{'s' if run.fixed != 1 else ''}")
     if run.errors:
         for p, m in run.errors:
-            err.print(f"[red]error:[/] {p}: {m}", highlight=False)
+            err.print(f"[red]error:[/] {escape(printable(p))}: {escape(printable(m))}", highlight=False)
         return int(ExitCode.USAGE)
     if run.failed() and not exit_zero:
         return int(ExitCode.FINDINGS)
