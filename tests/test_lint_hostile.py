@@ -41,14 +41,15 @@ def lint(path: Path, *args: str) -> tuple[int, str, str]:
 
     An exception the CLI turns into a one-line error (:class:`PromptcacheError`) is its exit
     code; any other exception is an internal error, exit 3."""
-    res = CliRunner().invoke(app, ["lint", str(path), "--no-lockfile", *args], catch_exceptions=True)
+    res = CliRunner().invoke(app, ["lint", str(path), "--no-lockfile", *args], catch_exceptions=True,
+                             standalone_mode=False)  # as the CLI's main runs it: the command's return is the exit code
     out = res.stdout
     err = res.stderr if res.stderr_bytes is not None else ""
     if res.exception is not None and not isinstance(res.exception, SystemExit):
         if isinstance(res.exception, PromptcacheError):
             return int(res.exception.exit_code), out, err + str(res.exception)
         return 3, out, err + repr(res.exception)
-    return res.exit_code, out, err
+    return int(res.return_value if res.return_value is not None else res.exit_code), out, err
 
 
 @pytest.fixture

@@ -262,6 +262,7 @@ def variants(doc: Doc, limit: int = MAX_VARIANTS) -> list[Doc]:
     out: list[Doc] = []
     queue: list[dict[int, int]] = [{}]
     done: set[tuple[tuple[int, int], ...]] = set()
+    renders: set[tuple] = set()
     while queue and len(out) < limit:
         choice = queue.pop(0)
         key = tuple(sorted(choice.items()))
@@ -270,6 +271,11 @@ def variants(doc: Doc, limit: int = MAX_VARIANTS) -> list[Doc]:
         done.add(key)
         seen: list[Piece] = []
         parts = [Part(p.role, p.name, _flatten(p.pieces, choice, seen), p.span, p.breakpoint) for p in doc.parts]
+        rendered = tuple((pc.kind, pc.text, pc.span, pc.slot.span if pc.slot else None)
+                         for part in parts for pc in part.pieces)
+        if rendered in renders:  # another choice of a conditional this variant never reaches
+            continue
+        renders.add(rendered)
         out.append(Doc(doc.path, doc.name, parts, doc.span, doc.model, doc.provider, doc.automatic_breakpoint))
         for pc in seen:
             if id(pc) in choice:

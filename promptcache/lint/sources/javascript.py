@@ -312,7 +312,7 @@ class JsSource:
         ``{field}`` (or ``{{field}}``) placeholders are slots too."""
         ps = self.pieces(node)
         pattern = MUSTACHE_FIELD if fmt == "mustache" else FSTRING_FIELD
-        out = split_fields(ps, self.f.src(node), self.f.offset(node), self.f.index, self.path, pattern)
+        out = split_fields(ps, self.f.index, self.path, pattern)
         if fmt != "mustache":  # f-string escapes: {{ and }} render as { and }
             out = [Piece("static", p.text.replace("{{", "{").replace("}}", "}"), span=p.span)
                    if p.kind == "static" else p for p in out]

@@ -610,7 +610,7 @@ class PythonSource:
                     else:
                         parts.append(Part("user", pname, [self._slot(el, scope, 0, kind="block")], self.span(el)))
                 docs.append(Doc(self.path, name, parts, self.span(call)))
-        return docs
+        return sorted(docs, key=lambda d: (d.span.line, d.span.col))
 
     def constant_docs(self) -> list[Doc]:
         """One doc per assignment of a prompt string to a prompt-like name that no SDK call used."""

@@ -88,7 +88,7 @@ class _Branches:
         if not self.stack:
             return False
         _, cond, span, alts, loop = self.stack.pop()
-        if len(alts) == 1:
+        if len(alts) == 1 and not loop:  # a loop's empty run adds nothing its slot does not say
             alts.append([])
         self.cur.append(Piece("branch", slot=cond, span=span, branches=tuple(tuple(a) for a in alts), loop=loop))
         return True

@@ -123,12 +123,12 @@ FSTRING_FIELD = re.compile(r"(?<!\{)\{([A-Za-z_][\w.]*)\}(?!\})")
 MUSTACHE_FIELD = re.compile(r"\{\{\{?\s*([#^/]?[$A-Za-z_][\w.$ ]*?)\s*\}?\}\}")
 
 
-def split_fields(pieces: list[Piece], src: str, base: int, index: LineIndex, path: str,
+def split_fields(pieces: list[Piece], index: LineIndex, path: str,
                  pattern: re.Pattern[str] = FSTRING_FIELD,
                  probe: Callable[[str], tuple[str, ...]] | None = None) -> list[Piece]:
-    """Placeholder fields in the static text of ``pieces`` (a template held in a string literal
-    whose source text ``src`` starts at character ``base``) as slots, located in the source."""
-    occ = Occurrences(src)
+    """Placeholder fields in the static text of ``pieces`` (a template held in string literals)
+    as slots, each located inside the source of the literal its text came from."""
+    occ: dict[tuple[int, int, int, int], Occurrences] = {}
     out: list[Piece] = []
     for p in pieces:
         if p.kind != "static":
@@ -139,8 +139,15 @@ def split_fields(pieces: list[Piece], src: str, base: int, index: LineIndex, pat
             if m.start() > pos:
                 out.append(Piece("static", p.text[pos:m.start()], span=p.span))
             raw = m.group(0)
-            i = occ.find(raw)
-            span = index.span(path, base + max(i, 0), base + max(i, 0) + len(raw)) if i >= 0 else p.span
+            span = p.span
+            if p.span is not None:
+                key = (p.span.line, p.span.col, p.span.end_line, p.span.end_col)
+                base = index.offset(p.span.line, p.span.col)
+                if key not in occ:
+                    occ[key] = Occurrences(index.text[base:index.offset(p.span.end_line, p.span.end_col)])
+                i = occ[key].find(raw)
+                if i >= 0:
+                    span = index.span(path, base + i, base + i + len(raw))
             name = m.group(1).strip().lstrip("#^/")
             probes = probe(name) if probe else (f"{{{{ {name} }}}}", name)
             out.append(Piece("slot", slot=Slot(span or Span.point(path, 1, 1), raw, "variable", probes,
