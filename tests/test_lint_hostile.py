@@ -220,3 +220,21 @@ def test_hostile_smoke_every_kind(workspace, name):
        fmt=st.sampled_from(["text", "json", "sarif", "github"]))
 def test_hostile_files_never_crash_change_or_escape(workspace, name, fill, raw, fmt):
     _check(workspace, name, fill, raw, fmt)
+
+
+def test_a_missing_grammar_is_an_input_error_not_a_crash(workspace, monkeypatch):
+    """Where tree-sitter's wheels could not be installed, a TypeScript or Go file is an input
+    error naming what to install (exit 2), and the other files are still linted."""
+    from promptcache.lint.sources import treesitter
+
+    def missing(grammar):
+        raise ImportError(f"No module named 'tree_sitter_{grammar}'")
+    monkeypatch.setattr(treesitter, "parser", missing)
+    (workspace / "agent.ts").write_text("const SYSTEM_PROMPT = `Hi ${now}`;\n", encoding="utf-8")
+    (workspace / "t.j2").write_text("Hi {{ name }}\n", encoding="utf-8")
+    code, out, err = lint(workspace, "--format", "json")
+    assert code == 2
+    doc = json.loads(out)
+    assert doc["summary"]["files"] == 2
+    (e,) = doc["errors"]
+    assert e["path"] == "agent.ts" and "tree-sitter" in e["message"]

@@ -295,3 +295,16 @@ def test_branches_yield_one_variant_each_and_loops_vary_with_their_items():
     (doc,) = parse_source("n.j2", nested).docs
     texts = sorted("".join(pc.text for pc in v.parts[0].pieces if pc.kind == "static") for v in variants(doc))
     assert texts == ["x", "y", "z"]  # every alternative, nested ones included
+
+
+def test_python_jinja_templates_in_constants_and_template_calls():
+    src = ('from jinja2 import Template\n'
+           'AGENT_PROMPT = """Hi.\n{%- if tools %}\n{{ tools }}\n{%- endif %}\nDate: {{ current_date }}."""\n'
+           'system_template = Template("Time {{ now }} and {name} stays text.")\n')
+    p = parse_source("t.py", src)
+    assert [d.name for d in p.docs] == ["system_template", "AGENT_PROMPT"]
+    assert flat(p, 0) == [("system", "static", "Time "), ("system", "slot", "{{ now }}"),
+                          ("system", "static", " and {name} stays text.")]
+    assert slots(p, 0) == [("{{ now }}", 7, 34)]
+    assert ("template", "branch", "{%- if tools %}") in flat(p, 1)
+    assert slots(p, 1)[-1] == ("{{ current_date }}", 6, 7)

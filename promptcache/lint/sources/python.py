@@ -499,16 +499,8 @@ class PythonSource:
                 self.consumed.add(got[0])
                 target, scope = got[1], self.scope_of(got[0])
         if fmt in ("mustache", "jinja2"):
-            from .templating import scan_jinja, scan_mustache
-
-            if isinstance(target, ast.Constant) and isinstance(target.value, str):
-                a = self.offset(target.lineno, target.col_offset)
-                raw_src = self.text[a:self.offset(target.end_lineno or target.lineno, target.end_col_offset or 0)]
-                q = len(raw_src) - len(raw_src.lstrip("rRbBuUfF"))
-                q += 3 if raw_src[q:q + 3] in ('"""', "'''") else 1
-                scan = (scan_mustache if fmt == "mustache" else scan_jinja)(target.value, self.index.locator(self.path, a + q))
-                return scan.pieces
-            return self.pieces(target, scope)
+            got = self._template_constant(target, fmt)
+            return got if got is not None else self.pieces(target, scope)
         pieces = self._fields(self.pieces(target, scope), target)
         out = []
         for p in pieces:
@@ -524,6 +516,49 @@ class PythonSource:
                                             (*sl.names, *names_in(src))))
             out.append(p)
         return out
+
+    def _template_constant(self, target: ast.AST, fmt: str) -> list[Piece] | None:
+        """A string constant that is a Jinja2 or Mustache template: its pieces, located in the
+        literal; ``None`` for anything but a plain string constant."""
+        from .templating import scan_jinja, scan_mustache
+
+        if not (isinstance(target, ast.Constant) and isinstance(target.value, str)):
+            return None
+        a = self.offset(target.lineno, target.col_offset)  # type: ignore[attr-defined]
+        raw_src = self.text[a:self.offset(target.end_lineno or target.lineno, target.end_col_offset or 0)]  # type: ignore[attr-defined]
+        q = len(raw_src) - len(raw_src.lstrip("rRbBuUfF"))
+        q += 3 if raw_src[q:q + 3] in ('"""', "'''") else 1
+        locate = self.index.locator(self.path, a + q)
+        scan = scan_mustache(target.value, locate) if fmt == "mustache" else \
+            scan_jinja(target.value, locate, keep_trailing_newline=True)
+        return scan.pieces
+
+    def template_docs(self) -> list[Doc]:
+        """Jinja2 templates built in code: ``Template("...")``, ``jinja2.Template("...")``,
+        ``env.from_string("...")`` with a string constant (or a name bound to one)."""
+        docs = []
+        for call in ast.walk(self.tree):
+            if not isinstance(call, ast.Call) or not call.args:
+                continue
+            f = call.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            if name not in ("Template", "from_string"):
+                continue
+            arg = call.args[0]
+            if isinstance(arg, ast.Name):
+                got = self.assignment(arg.id, self.scope_of(call), arg.lineno)
+                if got is not None:
+                    self.consumed.add(got[0])
+                    arg = got[1]
+            pieces = self._template_constant(arg, "jinja2")
+            if pieces is None:
+                continue
+            owner = self.parent.get(call)
+            label = owner.targets[0].id if isinstance(owner, ast.Assign) and isinstance(owner.targets[0], ast.Name) \
+                else f"Template@{call.lineno}"
+            role = "system" if re.search(r"(?i)system|instruction|persona|preamble", label) else "template"
+            docs.append(Doc(self.path, label, [Part(role, label, pieces, self.span(arg))], self.span(call)))
+        return sorted(docs, key=lambda d: (d.span.line, d.span.col))
 
     @staticmethod
     def _lc_kw(call: ast.Call, key: str) -> ast.AST | None:
@@ -630,7 +665,11 @@ class PythonSource:
             counts[nm] = counts.get(nm, 0) + 1
             name = nm if counts[nm] == 1 else f"{nm}@{n.lineno}"
             role = "system" if re.search(r"(?i)system|instruction|persona|preamble", nm) else "template"
-            docs.append(Doc(self.path, name, [Part(role, nm, self._fields(self.pieces(n.value, scope), n.value),
+            jinja = isinstance(n.value, ast.Constant) and isinstance(n.value.value, str) and \
+                ("{{" in n.value.value or "{%" in n.value.value)  # a Jinja template kept in a constant
+            pieces = self._template_constant(n.value, "jinja2") if jinja else None
+            docs.append(Doc(self.path, name, [Part(role, nm, pieces if pieces is not None else
+                                                   self._fields(self.pieces(n.value, scope), n.value),
                                                    self.span(n.value))], self.span(n)))
         return docs
 
@@ -816,6 +855,7 @@ def parse_python(path: str, text: str) -> Parsed:
         return parsed
     parsed.docs += src.sdk_docs()
     parsed.docs += src.langchain_docs()
+    parsed.docs += src.template_docs()
     parsed.docs += src.constant_docs()
     parsed.issues += src.code_checks()
     src.directives(parsed)
