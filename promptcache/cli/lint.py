@@ -58,7 +58,7 @@ def lint_cmd(
     unsafe_fixes: bool = typer.Option(False, "--unsafe-fixes", help="With --fix, apply unsafe fixes too."),
     no_suppress: bool = typer.Option(False, "--no-suppress", help="Ignore inline directives, per-file ignores and the baseline."),
 ) -> int:
-    """Check prompt templates (Jinja2, Prompty, Mustache, text, YAML/JSON bodies, Python) for what defeats prompt caching."""
+    """Check prompt templates (Jinja2, Prompty, Mustache/Handlebars, Go templates, Liquid, text, Markdown, YAML/JSON bodies and workflow exports, Python, TypeScript/JavaScript, Go) for what defeats prompt caching."""
     from ..lint import LintOptions, lint_paths
     from ..report.lint_records import auto_format, printable, reporter
 
