@@ -19,6 +19,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from ..model import Doc, Issue, Parsed, Part, Piece, Span
 from .base import LineIndex, Locator, Occurrences, line_removal, next_content_line, parse_directive
 from .templating import Scan, scan_string
+from .semantic_kernel import READERS as SEMANTIC_KERNEL
 from .workflow import READERS as WORKFLOWS
 
 _YAML_COMMENT = re.compile(r"(?:^|[ \t])#([^\n]*)", re.M)
@@ -229,7 +230,7 @@ def parse_data(path: str, text: str, language: str) -> Parsed:
         return parsed
     if root is None:
         return parsed
-    reader = next((read for _, recognise, read in WORKFLOWS if recognise(root)), None)
+    reader = next((read for _, recognise, read in (*WORKFLOWS, *SEMANTIC_KERNEL) if recognise(root)), None)
     if reader is not None:
         parsed.docs += reader(ctx, root)
     elif _is_messages(root):

@@ -10,7 +10,9 @@ What is read (with :mod:`ast`; nothing is imported or run):
   their last assignment in the function, then in the module, and calls of module functions to
   their ``return`` expression;
 - assignments to prompt-like names (``SYSTEM_PROMPT``, ``instructions``, ``user_template``)
-  not already used by an SDK call.
+  not already used by an SDK call (a constant holding ``{{ }}`` or ``{% %}`` is a Jinja
+  template), and Jinja templates built with ``Template(...)`` / ``env.from_string(...)``;
+- LangChain prompt templates (:mod:`.langchain`).
 
 Code checks run on the expressions that flow into a prompt or a tool list (the SDK call's
 arguments and whatever their names were built from, loops that append to them included):
@@ -32,6 +34,7 @@ from typing import Iterator
 from ..classify import names_in
 from ..model import Doc, Edit, Issue, Parsed, Part, Piece, Slot, Span
 from .base import LineIndex, Occurrences, line_removal, next_content_line, parse_directive
+from .langchain import langchain_docs
 
 PROMPT_NAME = re.compile(r"(?i)(prompt|system|instruction|template|persona|preamble)")
 _ANTHROPIC = re.compile(r"(?:^|\.)messages\.(?:create|stream|count_tokens)$")
@@ -158,7 +161,7 @@ class PythonSource:
                     out += self._name_sources(got[1], self.scope_of(got[0]), depth + 1)
         return out
 
-    def _slot(self, node: ast.AST, scope: Scope, depth: int, *, kind: str = "variable",
+    def slot(self, node: ast.AST, scope: Scope, depth: int, *, kind: str = "variable",
               extra: tuple[str, ...] = ()) -> Piece:
         s = self.src(node)
         sources = self._name_sources(node, scope, depth)
@@ -202,7 +205,7 @@ class PythonSource:
         """Static text and slots of a string expression (anything else is one slot)."""
         self._flow("prompt", node, scope)
         if depth > _MAX_DEPTH:
-            return [self._slot(node, scope, depth)]
+            return [self.slot(node, scope, depth)]
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             return [Piece("static", node.value, span=self.span(node))] if node.value else []
         if isinstance(node, ast.JoinedStr):
@@ -212,7 +215,7 @@ class PythonSource:
                     if v.value:
                         out.append(Piece("static", v.value, span=self.span(node)))
                 elif isinstance(v, ast.FormattedValue):
-                    out.append(self._slot(v.value, scope, depth))
+                    out.append(self.slot(v.value, scope, depth))
             return out
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
             return self.pieces(node.left, scope, depth + 1) + self.pieces(node.right, scope, depth + 1)
@@ -221,7 +224,7 @@ class PythonSource:
             if got is not None and self.is_stringish(got[1], self.scope_of(got[0])):
                 self.consumed.add(got[0])
                 return self.pieces(got[1], self.scope_of(got[0]), depth + 1)
-            return [self._slot(node, scope, depth)]
+            return [self.slot(node, scope, depth)]
         if isinstance(node, ast.Call):
             f = node.func
             if isinstance(f, ast.Attribute) and f.attr == "format" and self.is_stringish(f.value, scope):
@@ -251,7 +254,7 @@ class PythonSource:
                 ret = self._single_return(fn)
                 if ret is not None and self.is_stringish(ret, fn):
                     return self.pieces(ret, fn, depth + 1)
-        return [self._slot(node, scope, depth)]
+        return [self.slot(node, scope, depth)]
 
     def _single_return(self, fn: ast.AST) -> ast.expr | None:
         """The value of a function's only ``return``, or ``None``."""
@@ -381,9 +384,9 @@ class PythonSource:
                 elif self.is_stringish(blk, vscope):
                     out.append(Part(role, bname, self.pieces(blk, vscope), self.span(blk)))
                 else:
-                    out.append(Part(role, bname, [self._slot(blk, vscope, 0, kind="block")], self.span(blk)))
+                    out.append(Part(role, bname, [self.slot(blk, vscope, 0, kind="block")], self.span(blk)))
             return out
-        return [Part(role, name, [self._slot(node, scope, 0)], self.span(node))]
+        return [Part(role, name, [self.slot(node, scope, 0)], self.span(node))]
 
     def _tool_parts(self, node: ast.AST, scope: Scope) -> list[Part]:
         val, vscope = self._resolve_value(node, scope, "tools")
@@ -437,7 +440,7 @@ class PythonSource:
                     parts[-1].breakpoint = self.span(bp[0])
                 out += parts
             else:  # history, a starred list, a helper's result: varies per conversation
-                out.append(Part("user", name, [self._slot(m, ms, 0, kind="block")], self.span(m)))
+                out.append(Part("user", name, [self.slot(m, ms, 0, kind="block")], self.span(m)))
         return out
 
     def sdk_docs(self) -> list[Doc]:
@@ -487,37 +490,7 @@ class PythonSource:
                             provider="anthropic" if kind == "anthropic" else "openai", automatic_breakpoint=auto))
         return docs
 
-    # ----------------------------------------------------------------- LangChain
-
-    def _lc_string(self, node: ast.AST, scope: Scope, fmt: str, partials: dict[str, ast.AST]) -> list[Piece]:
-        """A LangChain template string: its pieces, with ``{field}`` (f-string) or ``{{field}}``
-        (mustache, jinja2) placeholders as slots; partial variables add what they are bound to."""
-        target = node
-        if isinstance(node, ast.Name):
-            got = self.assignment(node.id, scope, node.lineno)
-            if got is not None and self.is_stringish(got[1], self.scope_of(got[0])):
-                self.consumed.add(got[0])
-                target, scope = got[1], self.scope_of(got[0])
-        if fmt in ("mustache", "jinja2"):
-            got = self._template_constant(target, fmt)
-            return got if got is not None else self.pieces(target, scope)
-        pieces = self._fields(self.pieces(target, scope), target)
-        out = []
-        for p in pieces:
-            if p.kind == "static":
-                out.append(Piece("static", p.text.replace("{{", "{").replace("}}", "}"), span=p.span))
-                continue
-            name = p.slot.source.strip("{}") if p.slot is not None else ""
-            bound = partials.get(name.split(".")[0])
-            if bound is not None and p.slot is not None:
-                src = self.src(bound)
-                sl = p.slot
-                p = Piece("slot", slot=Slot(sl.span, sl.source, sl.kind, (*sl.probes, f"{{{{ {src} }}}}", src),
-                                            (*sl.names, *names_in(src))))
-            out.append(p)
-        return out
-
-    def _template_constant(self, target: ast.AST, fmt: str) -> list[Piece] | None:
+    def template_constant(self, target: ast.AST, fmt: str) -> list[Piece] | None:
         """A string constant that is a Jinja2 or Mustache template: its pieces, located in the
         literal; ``None`` for anything but a plain string constant."""
         from .templating import scan_jinja, scan_mustache
@@ -550,7 +523,7 @@ class PythonSource:
                 if got is not None:
                     self.consumed.add(got[0])
                     arg = got[1]
-            pieces = self._template_constant(arg, "jinja2")
+            pieces = self.template_constant(arg, "jinja2")
             if pieces is None:
                 continue
             owner = self.parent.get(call)
@@ -558,93 +531,6 @@ class PythonSource:
                 else f"Template@{call.lineno}"
             role = "system" if re.search(r"(?i)system|instruction|persona|preamble", label) else "template"
             docs.append(Doc(self.path, label, [Part(role, label, pieces, self.span(arg))], self.span(call)))
-        return sorted(docs, key=lambda d: (d.span.line, d.span.col))
-
-    @staticmethod
-    def _lc_kw(call: ast.Call, key: str) -> ast.AST | None:
-        return next((k.value for k in call.keywords if k.arg == key), None)
-
-    def _lc_partials(self, call: ast.Call) -> dict[str, ast.AST]:
-        out: dict[str, ast.AST] = {}
-        pv = self._lc_kw(call, "partial_variables")
-        if isinstance(pv, ast.Dict):
-            for k, v in zip(pv.keys, pv.values):
-                if isinstance(k, ast.Constant) and isinstance(k.value, str):
-                    out[k.value] = v
-        parent = self.parent.get(call)
-        if isinstance(parent, ast.Attribute) and parent.attr == "partial":
-            outer = self.parent.get(parent)
-            if isinstance(outer, ast.Call):
-                out.update({k.arg: k.value for k in outer.keywords if k.arg})
-        return out
-
-    def langchain_docs(self) -> list[Doc]:
-        """LangChain prompt templates: ``PromptTemplate.from_template(s)`` / ``PromptTemplate(template=s)``,
-        ``ChatPromptTemplate.from_messages([("system", s), ("human", "{input}"), MessagesPlaceholder(...)])``,
-        ``*MessagePromptTemplate.from_template(s)``; ``{field}`` placeholders (``template_format``
-        ``mustache`` / ``jinja2``: ``{{ field }}``) are slots, ``partial_variables`` and
-        ``.partial(...)`` add what a field is bound to."""
-        docs = []
-        inside: set[ast.AST] = set()
-        for call in ast.walk(self.tree):
-            if not isinstance(call, ast.Call):
-                continue
-            f = call.func
-            dotted = self.src(f).replace(" ", "")
-            head, _, method = dotted.rpartition(".")
-            head = head.rsplit(".", 1)[-1]
-            scope = self.scope_of(call)
-            fmt_n = self._lc_kw(call, "template_format")
-            if fmt_n is None and method == "from_template" and len(call.args) > 1:
-                fmt_n = call.args[1]  # from_template(template, template_format)
-            fmt = fmt_n.value if isinstance(fmt_n, ast.Constant) and isinstance(fmt_n.value, str) else "f-string"
-            partials = self._lc_partials(call)
-            name = f"{(head or dotted)}@{call.lineno}"
-            if call in inside:
-                continue
-            if (method == "from_template" and head.endswith("PromptTemplate")) or \
-                    (isinstance(f, ast.Name) and f.id == "PromptTemplate"):
-                tmpl = call.args[0] if call.args else self._lc_kw(call, "template")
-                if tmpl is None:
-                    continue
-                role = "system" if head.startswith("System") else "user" if head.startswith("Human") else "template"
-                docs.append(Doc(self.path, name, [Part(role, "template", self._lc_string(tmpl, scope, fmt, partials),
-                                                      self.span(tmpl))], self.span(call)))
-            elif (method == "from_messages" and head == "ChatPromptTemplate") or \
-                    (isinstance(f, ast.Name) and f.id == "ChatPromptTemplate" and call.args):
-                msgs = call.args[0] if call.args else self._lc_kw(call, "messages")
-                if isinstance(msgs, ast.Name):
-                    got = self.assignment(msgs.id, scope, msgs.lineno)
-                    msgs = got[1] if got is not None else msgs
-                if not isinstance(msgs, (ast.List, ast.Tuple)):
-                    continue
-                parts = []
-                for k, el in enumerate(msgs.elts):
-                    pname = f"messages[{k}]"
-                    if isinstance(el, ast.Tuple) and len(el.elts) == 2 and isinstance(el.elts[0], ast.Constant):
-                        r = str(el.elts[0].value)
-                        if r == "placeholder":
-                            parts.append(Part("user", pname, [self._slot(el.elts[1], scope, 0, kind="block")],
-                                              self.span(el)))
-                            continue
-                        role = {"human": "user", "ai": "assistant"}.get(r, r)
-                        parts.append(Part(role, pname, self._lc_string(el.elts[1], scope, fmt, partials), self.span(el)))
-                    elif isinstance(el, ast.Call):
-                        inside.add(el)
-                        en = self.src(el.func).replace(" ", "").rsplit(".", 1)
-                        cls = en[0] if len(en) == 1 else en[0].rsplit(".", 1)[-1]
-                        role = "system" if cls.startswith("System") else "assistant" if cls.startswith("AI") else "user"
-                        arg = el.args[0] if el.args else self._lc_kw(el, "content") or self._lc_kw(el, "template")
-                        if cls == "MessagesPlaceholder" or arg is None:
-                            parts.append(Part("user", pname, [self._slot(el, scope, 0, kind="block")], self.span(el)))
-                        elif cls.endswith("PromptTemplate"):
-                            parts.append(Part(role, pname, self._lc_string(arg, scope, fmt, partials), self.span(el)))
-                        else:  # SystemMessage(content=...): literal text, not a template
-                            parts.append(Part(role, pname, self.pieces(arg, scope) if self.is_stringish(arg, scope)
-                                              else [self._slot(arg, scope, 0)], self.span(el)))
-                    else:
-                        parts.append(Part("user", pname, [self._slot(el, scope, 0, kind="block")], self.span(el)))
-                docs.append(Doc(self.path, name, parts, self.span(call)))
         return sorted(docs, key=lambda d: (d.span.line, d.span.col))
 
     def constant_docs(self) -> list[Doc]:
@@ -667,13 +553,13 @@ class PythonSource:
             role = "system" if re.search(r"(?i)system|instruction|persona|preamble", nm) else "template"
             jinja = isinstance(n.value, ast.Constant) and isinstance(n.value.value, str) and \
                 ("{{" in n.value.value or "{%" in n.value.value)  # a Jinja template kept in a constant
-            pieces = self._template_constant(n.value, "jinja2") if jinja else None
+            pieces = self.template_constant(n.value, "jinja2") if jinja else None
             docs.append(Doc(self.path, name, [Part(role, nm, pieces if pieces is not None else
-                                                   self._fields(self.pieces(n.value, scope), n.value),
+                                                   self.fields(self.pieces(n.value, scope), n.value),
                                                    self.span(n.value))], self.span(n)))
         return docs
 
-    def _fields(self, pieces: list[Piece], node: ast.AST) -> list[Piece]:
+    def fields(self, pieces: list[Piece], node: ast.AST) -> list[Piece]:
         """``str.format`` fields (``{name}``) in a prompt constant's static text, as slots: the
         constant is a template that is formatted elsewhere."""
         a = self.offset(node.lineno, node.col_offset)  # type: ignore[attr-defined]
@@ -854,9 +740,10 @@ def parse_python(path: str, text: str) -> Parsed:
                                    {"reason": f"Python syntax error: {getattr(e, 'msg', None) or e}"}))
         return parsed
     parsed.docs += src.sdk_docs()
-    parsed.docs += src.langchain_docs()
+    parsed.docs += langchain_docs(src)
     parsed.docs += src.template_docs()
     parsed.docs += src.constant_docs()
     parsed.issues += src.code_checks()
     src.directives(parsed)
     return parsed
+

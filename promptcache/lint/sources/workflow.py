@@ -1,12 +1,11 @@
-"""Prompts inside workflow exports and prompt files held in JSON or YAML: n8n workflows, Dify
-apps (DSL), Flowise chatflows and agentflows, and Semantic Kernel prompt files.
+"""Prompts inside workflow exports held in JSON or YAML: n8n workflows, Dify apps (DSL), Flowise
+chatflows and agentflows. (Semantic Kernel prompt files are :mod:`.semantic_kernel`.)
 
 | tool | recognised by | prompts | placeholders |
 |---|---|---|---|
 | n8n | ``nodes`` with ``type`` ``n8n-nodes-*`` / ``@n8n/*`` and ``connections`` | per AI node: ``options.systemMessage``, ``messages.messageValues[]``, ``messages.values[]``, ``text`` / ``prompt`` | a parameter starting with ``=`` is an expression: ``{{ $now }}``, ``{{ $json.x }}``, ``{{ $('Node').item.json.x }}`` |
 | Dify | ``app.mode`` with ``workflow.graph.nodes`` or ``model_config`` | ``llm`` nodes' ``prompt_template`` (chat: a list of ``{role, text}``; completion: ``{text}``), ``instruction`` of classifier, extractor and agent nodes; ``model_config.pre_prompt`` and ``chat_prompt_config`` | ``{{#node.var#}}``, ``{{#sys.query#}}``, ``{{#context#}}``, ``{{var}}``; Jinja for ``edition_type: jinja2`` |
 | Flowise | ``nodes`` whose ``data`` has ``inputs``, and ``edges`` | per node: ``systemMessagePrompt``, ``humanMessagePrompt``, ``template``, ``systemMessage``, ``prefix``, ``instructions``, agentflow ``agentMessages`` / ``llmMessages`` | ``{var}``, ``{{question}}``, ``{{$flow.sessionId}}``, ``{{$vars.x}}`` |
-| Semantic Kernel | a mapping with ``template`` and ``template_format`` / ``input_variables`` / ``execution_settings`` | the template, split at ``<message role="...">`` tags | ``{{$x}}`` and ``{{plugin.fn $x}}`` (``semantic-kernel``), Handlebars, Liquid, Jinja2 |
 
 Nothing is run: expressions are read as text, and their names and calls classified.
 """
@@ -20,7 +19,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from ..model import Doc, Part, Piece
 from .base import Locator
-from .templating import Scan, scan_jinja, scan_mustache, scan_placeholders, scan_tags
+from .templating import Scan, scan_jinja, scan_placeholders
 
 _N8N_TYPE = re.compile(r"^(?:n8n-nodes-|@n8n/)")
 _N8N_SYSTEM_KEYS = ("systemMessage", "system", "systemPrompt", "instructions")
@@ -29,7 +28,6 @@ _N8N_ROLE = {"SystemMessagePromptTemplate": "system", "AIMessagePromptTemplate":
              "HumanMessagePromptTemplate": "user", "system": "system", "assistant": "assistant", "user": "user"}
 _FLOWISE_KEYS = (("systemMessagePrompt", "system"), ("systemMessage", "system"), ("instructions", "system"),
                  ("prefix", "system"), ("template", "template"), ("humanMessagePrompt", "user"))
-_MESSAGE_TAG = re.compile(r"<message\s+role=[\"'](\w+)[\"']\s*>|</message>")
 
 
 def _get(node: Node | None, key: str) -> Node | None:
@@ -244,66 +242,5 @@ def flowise_docs(ctx, root: Node) -> list[Doc]:
     return docs
 
 
-# ------------------------------------------------------------------------------------ Semantic Kernel
-
-def is_semantic_kernel(root: Node) -> bool:
-    return _str(_get(root, "template")) is not None and any(
-        _get(root, k) is not None for k in ("template_format", "input_variables", "execution_settings"))
-
-
-def _sk_scanner(fmt: str) -> Callable[[str, Locator], Scan]:
-    fmt = fmt.lower()
-    if fmt == "handlebars":
-        return scan_mustache
-    if fmt == "liquid":
-        return lambda t, loc: scan_tags(t, loc, "liquid")
-    if fmt in ("jinja2", "jinja"):
-        return lambda t, loc: scan_jinja(t, loc, keep_trailing_newline=True)
-    return scan_placeholders
-
-
-def split_message_tags(pieces: list[Piece], default_role: str = "system") -> list[tuple[str, list[Piece]]]:
-    """Split a prompt at ``<message role="...">`` / ``</message>`` tags in its static text
-    (Semantic Kernel's chat prompts) into ``(role, pieces)``; text outside tags keeps the
-    previous role."""
-    out: list[tuple[str, list[Piece]]] = []
-    role, cur = default_role, []
-    for p in pieces:
-        if p.kind != "static":
-            cur.append(p)
-            continue
-        pos = 0
-        for m in _MESSAGE_TAG.finditer(p.text):
-            if p.text[pos:m.start()].strip():
-                cur.append(Piece("static", p.text[pos:m.start()], span=p.span))
-            if cur:
-                out.append((role, cur))
-            cur = []
-            if m.group(1):
-                role = {"human": "user", "bot": "assistant"}.get(m.group(1).lower(), m.group(1).lower())
-            pos = m.end()
-        if p.text[pos:].strip() or (pos == 0 and p.text):
-            cur.append(Piece("static", p.text[pos:], span=p.span))
-    if cur:
-        out.append((role, cur))
-    return out
-
-
-def semantic_kernel_docs(ctx, root: Node) -> list[Doc]:
-    """A Semantic Kernel prompt file: one doc, split at its ``<message>`` tags."""
-    tmpl = _get(root, "template")
-    fmt = _str(_get(root, "template_format")) or "semantic-kernel"
-    pieces = ctx.string_pieces(tmpl, _sk_scanner(fmt))
-    groups = split_message_tags(pieces)
-    parts = [Part(role, f"messages[{k}]" if len(groups) > 1 else "template", ps, ctx.start(tmpl))
-             for k, (role, ps) in enumerate(groups)]
-    model = None
-    for setting in (_get(_get(root, "execution_settings"), "default"), _get(root, "execution_settings")):
-        model = model or _str(_get(setting, "model_id")) or _str(_get(setting, "ai_model_id"))
-    name = _str(_get(root, "name")) or "template"
-    return [Doc(ctx.path, name, parts, ctx.start(root), model=model)]
-
-
 #: (recognise, read) per workflow kind, tried in order.
-READERS = (("n8n", is_n8n, n8n_docs), ("dify", is_dify, dify_docs), ("flowise", is_flowise, flowise_docs),
-           ("semantic-kernel", is_semantic_kernel, semantic_kernel_docs))
+READERS = (("n8n", is_n8n, n8n_docs), ("dify", is_dify, dify_docs), ("flowise", is_flowise, flowise_docs))
