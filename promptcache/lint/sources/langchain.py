@@ -83,6 +83,9 @@ def langchain_docs(src: PythonSource) -> list[Doc]:
         if not isinstance(call, ast.Call):
             continue
         f = call.func
+        last = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+        if last not in ("from_template", "from_messages", "PromptTemplate", "ChatPromptTemplate"):
+            continue
         dotted = src.src(f).replace(" ", "")
         head, _, method = dotted.rpartition(".")
         head = head.rsplit(".", 1)[-1]

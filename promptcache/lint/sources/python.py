@@ -83,8 +83,13 @@ class PythonSource:
         return self.index.span(self.path, a, b)
 
     def src(self, node: ast.AST) -> str:
-        """The source text of a node."""
-        return ast.get_source_segment(self.text, node) or ""
+        """The source text of a node (sliced through the line index: ``ast.get_source_segment``
+        splits the whole file on every call)."""
+        end_line = getattr(node, "end_lineno", None)
+        end_col = getattr(node, "end_col_offset", None)
+        if end_line is None or end_col is None or not hasattr(node, "lineno"):
+            return ""
+        return self.text[self.offset(node.lineno, node.col_offset):self.offset(end_line, end_col)]  # type: ignore[attr-defined]
 
     # ----------------------------------------------------------------- scopes and names
 
