@@ -49,7 +49,7 @@ def test_sarif_of_the_bad_samples_validates(monkeypatch):
     for x in rules:
         assert x["help"]["text"] and x["helpUri"].endswith(f"rules/lint/{x['name']}.yaml")
     res = r["results"]
-    assert len(res) == len(run.findings) == 14
+    assert len(res) == len(run.findings) == 15
     first = res[0]
     assert first["ruleId"] == "PC101" and rules[first["ruleIndex"]]["id"] == "PC101"
     loc = first["locations"][0]["physicalLocation"]
@@ -148,3 +148,33 @@ def test_sarif_uris_are_percent_encoded():
 
     assert _uri("prompts/café ünï.j2") == "prompts/caf%C3%A9%20%C3%BCn%C3%AF.j2"
     assert _uri("a/b.yaml") == "a/b.yaml"
+
+
+def test_sarif_and_github_on_every_source_kind(monkeypatch):
+    """The corpus (TypeScript, Go, n8n, Dify, Flowise, LangChain Python, Semantic Kernel, Markdown,
+    Jinja, Handlebars, text) as SARIF validates against the schema, with each result's region
+    at its finding's line and column; the JSON and GitHub formats carry the same locations."""
+    corpus = ROOT / "tests" / "data" / "lint_corpus"
+    entries = json.loads((corpus / "corpus.json").read_text(encoding="utf-8"))
+    monkeypatch.chdir(corpus)
+    from promptcache.lint import LintOptions
+
+    run = lint_paths([e["file"] for e in entries], LintOptions(config=corpus / "corpus.toml"))
+    doc = json.loads(render(run, "sarif"))
+    validate(doc)
+    results = doc["runs"][0]["results"]
+    assert len(results) == len(run.findings) >= 50
+    kinds = {e["file"]: e["kind"] for e in entries}
+    seen = set()
+    for f, res in zip(run.findings, results):
+        loc = res["locations"][0]["physicalLocation"]
+        assert loc["artifactLocation"]["uri"].endswith(f.span.path.replace(" ", "%20"))
+        assert (loc["region"]["startLine"], loc["region"]["startColumn"]) == (f.span.line, f.span.col)
+        seen.add(kinds[f.span.path])
+    assert {"typescript", "go", "n8n", "dify", "flowise", "langchain-python", "semantic-kernel", "markdown"} <= seen
+    js = json.loads(render(run, "json"))
+    assert [(x["location"]["line"], x["location"]["col"]) for x in js["findings"]] == \
+        [(f.span.line, f.span.col) for f in run.findings]
+    gh = render(run, "github")
+    for f in run.findings:
+        assert f"file={f.span.path},line={f.span.line}" in gh

@@ -20,6 +20,7 @@ GOOD = SAMPLES / "templates" / "good"
 # (file, line, col, code, text the location points at) — worked out by hand from the samples.
 EXPECTED = [
     ("agent.py", 44, 73, "PC101", "datetime.now()"),        # f"...Current time: {datetime.now()...
+    ("agent.py", 45, 23, "PC107", "json.dumps("),           # the workspace snapshot itself (environment)
     ("agent.py", 45, 23, "PC203", "json.dumps("),           # f"Workspace: {json.dumps(workspace)}
     ("agent.py", 51, 38, "PC201", "set(enabled_tools)"),    # for name in set(enabled_tools)
     ("agent.py", 55, 68, "PC502", '"cache_control"'),       # breakpoint on the block with the time

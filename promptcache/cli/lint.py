@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.markup import escape
+
 from ..report.terminal import console
 
 from ..errors import ExitCode
@@ -56,9 +58,9 @@ def lint_cmd(
     unsafe_fixes: bool = typer.Option(False, "--unsafe-fixes", help="With --fix, apply unsafe fixes too."),
     no_suppress: bool = typer.Option(False, "--no-suppress", help="Ignore inline directives, per-file ignores and the baseline."),
 ) -> int:
-    """Check prompt templates (Jinja2, Prompty, Mustache, text, YAML/JSON bodies, Python) for what defeats prompt caching."""
+    """Check prompt templates (Jinja2, Prompty, Mustache/Handlebars, Go templates, Liquid, text, Markdown, YAML/JSON bodies and workflow exports, Python, TypeScript/JavaScript, Go) for what defeats prompt caching."""
     from ..lint import LintOptions, lint_paths
-    from ..report.lint_records import auto_format, reporter
+    from ..report.lint_records import auto_format, printable, reporter
 
     err = console(stderr=True)
     overrides: dict = {}
@@ -88,7 +90,7 @@ def lint_cmd(
         err.print(f"fixed {run.fixed} finding{'s' if run.fixed != 1 else ''}")
     if run.errors:
         for p, m in run.errors:
-            err.print(f"[red]error:[/] {p}: {m}", highlight=False)
+            err.print(f"[red]error:[/] {escape(printable(p))}: {escape(printable(m))}", highlight=False)
         return int(ExitCode.USAGE)
     if run.failed() and not exit_zero:
         return int(ExitCode.FINDINGS)

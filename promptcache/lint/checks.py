@@ -2,10 +2,14 @@
 
 | rules | what lint checks |
 |---|---|
-| ``value-pattern`` rules with ``template_patterns`` (PC101-PC108) | a slot in the cacheable region whose source, expression or assigned value matches the rule's ``template_patterns``, with at least ``min_tokens_lost`` (default 16) static tokens after it |
+| ``value-pattern`` rules with ``template_patterns`` (PC101-PC108), ``template`` rules with ``check: value`` (PC109, PC110) | a slot in the cacheable region that :mod:`.classify` puts in the rule's class (its source matches ``template_patterns``, or its names ``template_names``), with at least ``min_tokens_lost`` (default 16) static tokens after it |
+| ``template`` rule with ``check: unknown-value`` (PC111) | a variable slot no rule classifies and no ``stable_names`` entry names, with at least its ``min_tokens_lost`` (256) static tokens after it |
 | ``tools-reordered``, ``json-key-order``, ``documents-reordered`` | code patterns the Python parser reports on what flows into prompts and tool lists |
 | ``breakpoint`` rules ``volatile-block`` and ``too-many`` | Anthropic ``cache_control`` markers visible in bodies and SDK calls |
 | ``template`` rules | by ``options.check``: ``syntax``, ``invalid-suppression``, ``static-prefix``, ``breakpoint-minimum``, ``prefix-shrunk``, ``breakpoint-moved``, ``unused-suppression`` |
+
+A prompt with conditionals (:class:`~.model.Piece` ``branch``) is checked once per variant
+(:func:`variants`); a finding in any variant counts, once.
 
 The *cacheable region* of a prompt is everything but its final user message (a lone template
 is all region). Token counts are the provider tokenizer's counts of static text, each run of
@@ -23,14 +27,18 @@ from typing import Any, Sequence
 from ..diagnose.rules import Rule
 from ..simulate.rules import CacheRules, provider as provider_file
 from ..tokenize import Tokenizer, resolve_tokenizer
+from .classify import Classifier, Match, classifier_for
 from .config import Settings
-from .model import Doc, LintFinding, Parsed, Piece, Slot, Span
+from .model import Doc, LintFinding, Parsed, Part, Piece, Slot, Span
 
 #: Static tokens after a volatile slot below which a finding is not worth reporting.
 DEFAULT_MIN_TOKENS_AT_RISK = 16
 #: Checks of the ``template`` kind lint implements.
 TEMPLATE_CHECKS = ("syntax", "invalid-suppression", "static-prefix", "breakpoint-minimum", "prefix-shrunk",
-                   "breakpoint-moved", "unused-suppression")
+                   "breakpoint-moved", "unused-suppression", "value", "unknown-value")
+#: Variants a prompt with branches is expanded into at most (each alternative at least once
+#: while the budget lasts).
+MAX_VARIANTS = 64
 CODE_RULES = ("tools-reordered", "json-key-order", "documents-reordered")
 
 
@@ -161,7 +169,10 @@ def region_parts(doc: Doc) -> int:
 
 
 def metrics(doc: Doc, target: Target) -> Metrics:
-    """Items, region and stable prefix of a prompt."""
+    """Items, region and stable prefix of a prompt (of its first variant, when it has
+    conditionals)."""
+    if has_branches(doc):
+        doc = variants(doc, 1)[0]
     items: list[Item] = []
     for pi, part in enumerate(doc.parts):
         for pc in part.pieces:
@@ -208,45 +219,153 @@ def breakpoints(doc: Doc, m: Metrics) -> list[dict[str, Any]]:
     return out
 
 
+# ------------------------------------------------------------------------------ branches
+
+def _flatten(pieces: tuple[Piece, ...] | list[Piece], choice: dict[int, int], seen: list[Piece]) -> list[Piece]:
+    out: list[Piece] = []
+    for pc in pieces:
+        if pc.kind != "branch":
+            out.append(pc)
+            continue
+        seen.append(pc)
+        if pc.slot is not None:  # the condition (or a loop's iterable) is a value of the prompt
+            c = pc.slot
+            out.append(Piece("slot", slot=Slot(c.span, c.source, "block" if pc.loop else "condition", c.probes,
+                                               c.names), span=pc.span))
+        alt = choice.get(id(pc), 0)
+        if pc.branches:
+            body = _flatten(pc.branches[min(alt, len(pc.branches) - 1)], choice, seen)
+            if pc.loop:  # a loop body's variables vary with the items, which the loop slot stands for
+                body = [Piece("slot", slot=Slot(b.slot.span, b.slot.source, "in-loop", b.slot.probes, b.slot.names),
+                              span=b.span) if b.kind == "slot" and b.slot is not None and b.slot.kind == "variable"
+                        else b for b in body]
+            out += body
+    return out
+
+
+def has_branches(doc: Doc) -> bool:
+    """Whether a prompt holds a conditional."""
+    return any(pc.kind == "branch" for part in doc.parts for pc in part.pieces)
+
+
+def variants(doc: Doc, limit: int = MAX_VARIANTS) -> list[Doc]:
+    """The flat prompts a prompt with conditionals renders: the first alternative of every
+    conditional, then, for each conditional met and each other alternative, the variant that
+    takes it (nested conditionals included), up to ``limit`` variants. A prompt without
+    conditionals is its own only variant.
+
+    Each variant's conditions stay in it as ``block`` slots (so the static prefix ends there
+    in the lockfile's terms), and its parts keep their names and breakpoints.
+    """
+    if not has_branches(doc):
+        return [doc]
+    out: list[Doc] = []
+    queue: list[dict[int, int]] = [{}]
+    done: set[tuple[tuple[int, int], ...]] = set()
+    renders: set[tuple] = set()
+    while queue and len(out) < limit:
+        choice = queue.pop(0)
+        key = tuple(sorted(choice.items()))
+        if key in done:
+            continue
+        done.add(key)
+        seen: list[Piece] = []
+        parts = [Part(p.role, p.name, _flatten(p.pieces, choice, seen), p.span, p.breakpoint) for p in doc.parts]
+        rendered = tuple((pc.kind, pc.text, pc.span, pc.slot.span if pc.slot else None)
+                         for part in parts for pc in part.pieces)
+        if rendered in renders:  # another choice of a conditional this variant never reaches
+            continue
+        renders.add(rendered)
+        out.append(Doc(doc.path, doc.name, parts, doc.span, doc.model, doc.provider, doc.automatic_breakpoint))
+        for pc in seen:
+            if id(pc) in choice:
+                continue
+            for alt in range(1, len(pc.branches)):
+                queue.append({**choice, id(pc): alt})
+    return out
+
+
 # ------------------------------------------------------------------------------ the checks
 
-def _matches(rule: Rule, slot: Slot) -> bool:
-    pats = rule.patterns("template_patterns")
-    return any(p.search(probe) for p in pats for probe in slot.probes)
+def _value_rules(rules: Sequence[Rule]) -> tuple[list[Rule], Rule | None]:
+    """The rules that classify values (in code order), and the unknown-value rule."""
+    values = [r for r in rules if (r.kind == "value-pattern" and r.options.get("template_patterns"))
+              or (r.kind == "template" and r.options.get("check") == "value")]
+    unknown = next((r for r in rules if r.kind == "template" and r.options.get("check") == "unknown-value"), None)
+    return sorted(values, key=lambda r: r.code), unknown
+
+
+def _classifier(rules: Sequence[Rule]) -> Classifier:
+    values, unknown = _value_rules(rules)
+    if unknown is None:  # the vocabulary of stable names lives in the unknown-value rule's file
+        from ..diagnose.rules import load_rules
+
+        unknown = next((r for r in load_rules() if r.options.get("check") == "unknown-value"), None)
+    return classifier_for(values, unknown)
 
 
 def check_doc(doc: Doc, rules: Sequence[Rule], settings: Settings) -> list[LintFinding]:
-    """Findings on one prompt: volatile or per-user slots in the cacheable region, a short
-    static prefix, and statically visible breakpoint mistakes."""
+    """Findings on one prompt: volatile, per-user and unknown values in the cacheable region, a
+    short static prefix, and statically visible breakpoint mistakes; a prompt with conditionals
+    is checked in each of its :func:`variants`, and a finding counts once."""
+    out: list[LintFinding] = []
+    seen: set[tuple[str, int, int]] = set()
+    for v in variants(doc):
+        for f in _check_variant(v, rules, settings):
+            key = (f.rule_id, f.span.line, f.span.col)
+            if key not in seen:
+                seen.add(key)
+                out.append(f)
+    return out
+
+
+def _check_variant(doc: Doc, rules: Sequence[Rule], settings: Settings) -> list[LintFinding]:
     target = target_for(doc, settings)
     m = metrics(doc, target)
     by_check = {r.options.get("check"): r for r in rules if r.kind in ("template", "breakpoint")}
-    values = [r for r in rules if r.kind == "value-pattern" and r.options.get("template_patterns")]
+    values, unknown = _value_rules(rules)
+    selected = {r.id for r in rules}
+    classify = _classifier(rules)
     out: list[LintFinding] = []
     region = m.items[:m.region_end]
     total_static = sum(it.tokens for it in region)
     flagged: set[int] = set()
     seen_tokens = 0
     exact = True
+    after = total_static
     for k, it in enumerate(region):
         if it.piece.kind == "static":
             seen_tokens += it.tokens
+            after -= it.tokens
             continue
         if it.piece.kind == "opaque":
             exact = False
             continue
         slot = it.piece.slot
         assert slot is not None
-        rule = next((r for r in values if _matches(r, slot)), None)
+        got: Match | None = classify.classify(slot)
+        if got is not None and got.rule is None:
+            continue  # a deploy-time constant (stable_names)
+        rule = got.rule if got is not None else None
         if rule is None:
+            # unknown: a variable (or a loop or block that reads names) no vocabulary classifies;
+            # a condition's alternatives are checked as variants instead, and a loop's body
+            # varies with the loop, which is reported itself
+            if unknown is None or slot.kind in ("condition", "in-loop") or (slot.kind != "variable" and not slot.names):
+                continue
+            rule = unknown
+        elif rule.id not in selected:
             continue
-        after = sum(x.tokens for x in region[k + 1:])
         if after < int(rule.options.get("min_tokens_lost", DEFAULT_MIN_TOKENS_AT_RISK)):
             continue
         flagged.add(k)
         part = doc.parts[it.part]
-        out.append(finding(rule, slot.span, slot.source, {"part": part.name, "model": target.model or target.provider,
-                                                          "approx": "" if exact else "≥ "},
+        facts = {"part": part.name, "model": target.model or target.provider, "approx": "" if exact else "≥ ",
+                 "value": _value_name(slot, got)}
+        if got is not None:
+            facts["classified_by"] = got.by
+            facts["evidence"] = got.evidence
+        out.append(finding(rule, slot.span, slot.source, facts,
                            doc=doc.name, part=part.name, token_index=seen_tokens, tokens_at_risk=after))
     rule = by_check.get("static-prefix")
     fs = m.first_slot
@@ -262,12 +381,20 @@ def check_doc(doc: Doc, rules: Sequence[Rule], settings: Settings) -> list[LintF
                                doc=doc.name, part=part.name, token_index=m.stable_tokens,
                                tokens_at_risk=total_static - m.stable_tokens))
     if target.rules.mode == "breakpoints":
-        out += _breakpoint_checks(doc, m, target, by_check, values)
+        out += _breakpoint_checks(doc, m, target, by_check, classify)
     return out
 
 
+def _value_name(slot: Slot, got: Match | None) -> str:
+    """The name a finding quotes: the name that classified it, else its first name, else its
+    source."""
+    if got is not None and got.by == "name":
+        return got.evidence
+    return slot.names[0] if slot.names else slot.source
+
+
 def _breakpoint_checks(doc: Doc, m: Metrics, target: Target, by_check: dict[str, Rule],
-                       values: list[Rule]) -> list[LintFinding]:
+                       classify: Classifier) -> list[LintFinding]:
     out: list[LintFinding] = []
     bps = breakpoints(doc, m)
     limit = target.rules.max_breakpoints
@@ -279,12 +406,15 @@ def _breakpoint_checks(doc: Doc, m: Metrics, target: Target, by_check: dict[str,
                                                                  "part": over["part"], "requests": "every"},
                            doc=doc.name, part=over["part"]))
     rule = by_check.get("volatile-block")
-    volatile = [r for r in values if r.id != "user-data-before-shared"]
+    def volatile(slot: Slot) -> bool:
+        got = classify.classify(slot)
+        return got is not None and got.rule is not None and got.rule.id not in ("user-data-before-shared",
+                                                                                 "retrieved-content-in-prefix")
     if rule is not None and bps:
         first = bps[0]
         part = doc.parts[first["index"]]
         hit = next((pc.slot for pc in part.pieces if pc.kind == "slot" and pc.slot is not None
-                    and any(_matches(r, pc.slot) for r in volatile)), None)
+                    and volatile(pc.slot)), None)
         if hit is not None:
             before = sum(it.tokens for it in m.items if it.part < first["index"])
             out.append(finding(rule, first["span"], "cache_control",

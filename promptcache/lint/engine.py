@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -20,16 +21,22 @@ from ..errors import ConfigError, InputError
 from . import lockfile as lockmod
 from .checks import check_parsed, finding, lint_capable, metrics, target_for
 from .config import Settings, discover, glob_match, parse_table, read_table, relative_to
-from .model import LintFinding, Parsed
+from .model import Issue, LintFinding, Parsed, Span
 from .sources import language_of, parse_source
 from .suppress import (apply_baseline, apply_directives, apply_per_file, expand, read_baseline, unknown_selectors,
                        unused)
 
 #: Directories a directory walk never enters.
 SKIP_DIRS = {"node_modules", "__pycache__", "venv", "site-packages", "build", "dist"}
+#: Hidden directories a walk does enter: where coding agents and editors keep prompt files.
+PROMPT_HIDDEN_DIRS = {".claude", ".cursor", ".github", ".continue", ".windsurf"}
 #: Directories whose plain ``.txt``/``.md``/``.prompt`` files a directory walk takes for prompts.
-_PROMPT_DIR = re.compile(r"(?i)^templates?$|prompt")
+_PROMPT_DIR = re.compile(r"(?i)^templates?$|prompt|^\.claude$|^\.cursor$|^agents$|^commands$")
+#: Plain-text files that are prompts wherever they are (Semantic Kernel, Copilot, Cursor).
+_PROMPT_FILE = re.compile(r"(?i)^skprompt\.txt$|\.prompt\.md$|\.mdc$")
 _DOC_FILE = re.compile(r"(?i)^(readme|changelog|changes|license|contributing|authors)\b")
+#: The largest file lint reads (bytes); a larger one is an input error, not a prompt.
+MAX_FILE_BYTES = 64 * 1024 * 1024
 
 
 @dataclass
@@ -146,6 +153,8 @@ def collect_files(paths: Sequence[Path], configs: _Configs, warnings: list[str])
     for p in paths:
         if not p.exists():
             raise InputError("no such file or directory", path=str(p))
+        if not p.is_file() and not p.is_dir():
+            raise InputError("not a regular file or a directory", path=str(p))
         if p.is_file():
             if language_of(p) is None:
                 warnings.append(f"{p}: skipped (no template parser for `{p.suffix or p.name}`)")
@@ -153,14 +162,15 @@ def collect_files(paths: Sequence[Path], configs: _Configs, warnings: list[str])
             out[p] = None
             continue
         for dirpath, dirnames, filenames in os.walk(p):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIP_DIRS)
+            dirnames[:] = sorted(d for d in dirnames if (not d.startswith(".") or d in PROMPT_HIDDEN_DIRS)
+                                 and d not in SKIP_DIRS)
             for name in sorted(filenames):
                 f = Path(dirpath) / name
                 lang = language_of(f)
-                if lang is None:
-                    continue
-                if lang == "text" and (not any(_PROMPT_DIR.search(part) for part in f.parent.parts)
-                                       or _DOC_FILE.match(name)):
+                if lang is None or not f.is_file():
+                    continue  # no parser, or not a regular file (a FIFO, a socket, a device)
+                if lang == "text" and not _PROMPT_FILE.search(name) and (
+                        not any(_PROMPT_DIR.search(part) for part in f.parent.parts) or _DOC_FILE.match(name)):
                     continue  # READMEs and docs are not prompts; name such files to lint them
                 s = configs.for_dir(f.parent)
                 rel = relative_to(f, s.root)
@@ -177,12 +187,53 @@ def fingerprint(f: LintFinding, k: int) -> str:
     return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
+def read_source(path: Path) -> str:
+    """A source file's text, opened so that a file that is not regular (a FIFO put where a
+    template was) never blocks: non-blocking open, then ``fstat``.
+
+    Raises:
+        InputError: for a file that is not regular or is larger than :data:`MAX_FILE_BYTES`.
+        OSError: when it cannot be read.
+        UnicodeDecodeError: when it is not UTF-8.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError("not a regular file", path=str(path))
+        if st.st_size > MAX_FILE_BYTES:
+            raise InputError(f"{st.st_size:,} bytes; lint reads files of at most {MAX_FILE_BYTES:,}", path=str(path))
+        chunks = []
+        while True:
+            b = os.read(fd, 1 << 20)
+            if not b:
+                break
+            chunks.append(b)
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("utf-8")
+
+
+def parse_checked(shown: str, text: str, rules: Sequence[Rule], s: Settings) -> tuple[Parsed, list[LintFinding]]:
+    """Parse one file and check it. Input nested deeper than Python's recursion limit (JSON or
+    YAML 10,000 levels deep, a string of 100,000 concatenations) is a ``template-syntax``
+    finding, not a crash."""
+    try:
+        parsed = parse_source(shown, text)
+        return parsed, check_parsed(parsed, rules, s)
+    except RecursionError:
+        parsed = Parsed(shown, language_of(shown) or "text")
+        parsed.issues.append(Issue("template-syntax", Span.point(shown, 1, 1), "nesting",
+                                   {"reason": "nested too deeply to read (past Python's recursion limit); "
+                                              "nothing in this file was checked"}))
+        return parsed, check_parsed(parsed, rules, s)
+
+
 def _lint_file(path: Path, shown: str, configs: _Configs, options: LintOptions, rules: Sequence[Rule],
                locks: dict[Path, dict[str, Any]], baselines: dict[Path, set[str]]) -> tuple[list[LintFinding], int]:
     s = configs.for_dir(path.parent)
-    text = path.read_bytes().decode("utf-8")
-    parsed: Parsed = parse_source(shown, text)
-    found = check_parsed(parsed, rules, s)
+    text = read_source(path)
+    parsed, found = parse_checked(shown, text, rules, s)
     by_id = {r.id: r for r in rules}
     # lockfile
     lock_path = s.lockfile_path()
@@ -281,6 +332,9 @@ def _run(paths: list[Path], options: LintOptions) -> LintRun:
         except UnicodeDecodeError as e:
             errors.append((shown, f"not UTF-8 text ({e.reason} at byte {e.start})"))
             continue
+        except InputError as e:
+            errors.append((shown, str(e).removeprefix(f"{f}: ")))
+            continue
         except OSError as e:
             errors.append((shown, f"cannot read: {e.strerror}"))
             continue
@@ -314,8 +368,8 @@ def lock_paths(paths: Iterable[str | Path], options: LintOptions | None = None,
         lp = (target_file or s.lockfile_path()).resolve()
         target_file = lp
         try:
-            parsed = parse_source(display_path(f), f.read_bytes().decode("utf-8"))
-        except (UnicodeDecodeError, OSError):
+            parsed = parse_source(display_path(f), read_source(f))
+        except (UnicodeDecodeError, OSError, InputError, RecursionError):
             continue
         for doc in parsed.docs:
             t = target_for(doc, s)

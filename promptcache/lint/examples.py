@@ -35,6 +35,7 @@ def run_case(rule: Rule, case: dict[str, Any]) -> list[str]:
         settings = {"select": list(case.get("select") or [rule.code]), **(case.get("settings") or {})}
         (root / ".promptcache.toml").write_text(_toml(settings), encoding="utf-8")
         f = root / case["file"]
+        f.parent.mkdir(parents=True, exist_ok=True)
         old = Path.cwd()
         os.chdir(root)
         try:
@@ -50,9 +51,18 @@ def run_case(rule: Rule, case: dict[str, Any]) -> list[str]:
 
 
 def check_template_examples(rule: Rule) -> list[str]:
-    """Problems with a rule's template examples (empty when every case behaves)."""
+    """Problems with a rule's template examples (empty when every case behaves). A rule lint
+    runs with no ``bad`` case, no ``good`` case, or a ``bad`` case without ``expect`` is a
+    problem: an example run that checks nothing must not pass."""
     ex = rule.examples.get("templates") or {}
     problems = []
+    if not ex.get("bad"):
+        problems.append(f"{rule.path}: no examples.templates.bad case: lint runs {rule.id}, so it needs one")
+    if not ex.get("good"):
+        problems.append(f"{rule.path}: no examples.templates.good case: lint runs {rule.id}, so it needs one")
+    for k, case in enumerate(ex.get("bad") or []):
+        if not case.get("expect"):
+            problems.append(f"{rule.path}: examples.templates.bad[{k}] ({case.get('file')}) has no `expect` positions")
     for k, case in enumerate(ex.get("bad") or []):
         got = run_case(rule, case)
         want = list(case.get("expect") or [])

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-PieceKind = Literal["static", "slot", "opaque"]
+PieceKind = Literal["static", "slot", "opaque", "branch"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,26 +42,42 @@ class Slot:
     Attributes:
         span: where it is in the source.
         source: its source text (``{{ now() }}``, ``datetime.now()``, ``{% if x %}``).
-        kind: ``variable`` (an expression rendered into the text) or ``block`` (a control
-            block, include or section whose output varies).
+        kind: ``variable`` (an expression rendered into the text), ``block`` (a loop,
+            include or section whose output varies) or ``condition`` (the test of a conditional,
+            in a variant of the prompt).
         probes: the texts the rules' ``template_patterns`` are matched against: the source in a
             ``{{ expr }}`` form, the bare expression, and what its names were assigned from.
+        names: the names the value is read from, as written (``user.profile``, ``$json.sessionId``,
+            ``getCurrentDate``, ``sys.conversation_id``): variables, attribute paths and called
+            functions, and the names they were assigned from. :mod:`promptcache.lint.classify`
+            splits them into words and matches the rules' ``template_names``.
     """
 
     span: Span
     source: str
     kind: str = "variable"
     probes: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class Piece:
-    """Static text, a :class:`Slot`, or an opaque stable value (``text`` empty)."""
+    """Static text, a :class:`Slot`, an opaque stable value (``text`` empty), or a branch.
+
+    A ``branch`` piece is a conditional (``{{#if isAdmin}}``, ``{% if %}``, ``{{ if .X }}``):
+    ``slot`` is its condition and ``branches`` the pieces each alternative renders (an ``if``
+    with no ``else`` has an empty alternative). :func:`promptcache.lint.checks.variants` expands
+    a prompt into one flat variant per alternative. A loop (``{% for %}``, ``{{#each}}``,
+    ``{{ range }}``) is a branch with ``loop`` set: its iterable is ``slot``, its body the first
+    alternative (rendered once in a variant), an empty list or ``else`` body the second.
+    """
 
     kind: PieceKind
     text: str = ""
     slot: Slot | None = None
     span: Span | None = None
+    branches: tuple[tuple["Piece", ...], ...] = ()
+    loop: bool = False
 
 
 @dataclass(slots=True)

@@ -12,12 +12,13 @@ from itertools import groupby
 from typing import TextIO
 
 from ..lint.engine import LintRun
+from .lint_records import printable
 
 LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 
 
 def _data(s: str) -> str:
-    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return printable(s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def _prop(s: str) -> str:

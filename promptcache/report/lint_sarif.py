@@ -21,7 +21,7 @@ from typing import Any, TextIO
 from ..diagnose.rules import Rule
 from ..lint.engine import LintRun
 from ..lint.model import LintFinding
-from .lint_records import RULE_DOCS
+from .lint_records import RULE_DOCS, json_printable
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -123,4 +123,4 @@ def sarif(run: LintRun) -> dict[str, Any]:
 
 def render(run: LintRun, out: TextIO) -> None:
     """Write the SARIF log."""
-    out.write(json.dumps(sarif(run), indent=1, ensure_ascii=False) + "\n")
+    out.write(json_printable(json.dumps(sarif(run), indent=1, ensure_ascii=False)) + "\n")

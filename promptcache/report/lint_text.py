@@ -8,6 +8,7 @@ from .terminal import console
 from rich.markup import escape
 
 from ..lint.engine import LintRun
+from .lint_records import printable
 
 STYLE = {"error": "red", "warning": "yellow", "info": "blue"}
 
@@ -18,11 +19,11 @@ def render(run: LintRun, out: TextIO) -> None:
     for f in run.active:
         s = f.span
         fixable = " [dim][*][/]" if f.edits else ""
-        con.print(f"[bold]{escape(s.path)}:{s.line}:{s.col}:[/] [{STYLE[f.severity]}]{f.code}[/]{fixable} "
-                  f"{escape(f.message)} [dim]({f.rule_id})[/]")
-        con.print(f"  [dim]fix ({f.fix_safety}):[/] {escape(f.fix_description)}")
+        con.print(f"[bold]{escape(printable(s.path))}:{s.line}:{s.col}:[/] [{STYLE[f.severity]}]{f.code}[/]{fixable} "
+                  f"{escape(printable(f.message))} [dim]({f.rule_id})[/]")
+        con.print(f"  [dim]fix ({f.fix_safety}):[/] {escape(printable(f.fix_description))}")
     for path, msg in run.errors:
-        con.print(f"[bold]{escape(path)}:[/] [red]error:[/] {escape(msg)}")
+        con.print(f"[bold]{escape(printable(path))}:[/] [red]error:[/] {escape(printable(msg))}")
     active = run.active
     n = len(active)
     sev = {k: sum(1 for f in active if f.severity == k) for k in ("error", "warning", "info")}

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from ..model import Doc, Issue, Parsed, Part, Piece, Span
-from .base import LineIndex, Occurrences, line_removal, next_content_line, parse_directive
-from .templating import scan_string
+from .base import LineIndex, Locator, Occurrences, line_removal, next_content_line, parse_directive
+from .templating import Scan, scan_string
+from .semantic_kernel import READERS as SEMANTIC_KERNEL
+from .workflow import READERS as WORKFLOWS
 
 _YAML_COMMENT = re.compile(r"(?:^|[ \t])#([^\n]*)", re.M)
 
@@ -36,9 +38,12 @@ class _Ctx:
     def start(self, node: Node) -> Span:
         return self.index.span(self.path, node.start_mark.index, node.start_mark.index + 1)
 
-    def string_pieces(self, node: ScalarNode) -> list[Piece]:
-        """Template pieces of a string scalar, located in the file."""
-        value = node.value
+    def string_pieces(self, node: ScalarNode, scanner: Callable[[str, Locator], Scan] | None = None,
+                      value: str | None = None) -> list[Piece]:
+        """Template pieces of a string scalar (``value`` in place of its text, for a prefix a
+        dialect strips), located in the file; ``scanner`` picks the template syntax (default:
+        Jinja when the text has statements, else Mustache)."""
+        value = node.value if value is None else value
         src_a, src_b = node.start_mark.index, node.end_mark.index
         src = self.text[src_a:src_b]
         occurrences = Occurrences(src)
@@ -48,9 +53,13 @@ class _Ctx:
                 i = occurrences.find(raw)
                 if i >= 0:
                     return self.index.span(self.path, src_a + i, src_a + i + len(raw))
+                esc = json.dumps(raw, ensure_ascii=False)[1:-1]  # as a JSON string writes it
+                i = occurrences.find(esc) if esc != raw else -1
+                if i >= 0:
+                    return self.index.span(self.path, src_a + i, src_a + i + len(esc))
             return self.index.span(self.path, src_a, src_a + 1)
 
-        scan = scan_string(value, locate)
+        scan = (scanner or scan_string)(value, locate)
         if scan.error is not None:
             off, msg = scan.error
             self.parsed.issues.append(Issue("template-syntax", self.start(node), msg, {"reason": msg}))
@@ -221,7 +230,10 @@ def parse_data(path: str, text: str, language: str) -> Parsed:
         return parsed
     if root is None:
         return parsed
-    if _is_messages(root):
+    reader = next((read for _, recognise, read in (*WORKFLOWS, *SEMANTIC_KERNEL) if recognise(root)), None)
+    if reader is not None:
+        parsed.docs += reader(ctx, root)
+    elif _is_messages(root):
         parsed.docs.append(Doc(path, "messages", _messages(ctx, root), ctx.start(root)))  # type: ignore[arg-type]
     elif isinstance(root, MappingNode):
         doc = _body(ctx, root, "body")

@@ -12,7 +12,7 @@ import yaml
 
 from ..model import Directive, Doc, Issue, Parsed, Part, Piece, Span
 from .base import LineIndex, line_removal, next_content_line, parse_directive, refuse_directives
-from .templating import Scan, scan_jinja, scan_mustache, scan_placeholders
+from .templating import Scan, scan_jinja, scan_mustache, scan_placeholders, scan_tags
 
 PLAIN_NO_COMMENTS = ("a comment in a plain-text prompt is sent to the model; "
                      "use per-file-ignores in the config or a baseline instead")
@@ -67,13 +67,58 @@ def parse_mustache(path: str, text: str) -> Parsed:
     return parsed
 
 
+def parse_gotemplate(path: str, text: str) -> Parsed:
+    """A Go ``text/template`` file (``.tmpl``, ``.gotmpl``): one prompt; ``{{/* */}}`` comments
+    hold directives."""
+    index = LineIndex(text)
+    scan = scan_tags(text, index.locator(path), "go")
+    parsed = Parsed(path, "gotemplate", [_doc(path, index, scan)])
+    _finish(parsed, scan, index, path)
+    return parsed
+
+
+def parse_liquid(path: str, text: str) -> Parsed:
+    """A Liquid template file (``.liquid``): one prompt; ``{% comment %}`` blocks hold
+    directives."""
+    index = LineIndex(text)
+    scan = scan_tags(text, index.locator(path), "liquid")
+    parsed = Parsed(path, "liquid", [_doc(path, index, scan)])
+    _finish(parsed, scan, index, path)
+    return parsed
+
+
 def parse_plain(path: str, text: str) -> Parsed:
     """A plain-text or Markdown prompt with placeholders. It has no comments that stay out of
-    the prompt, so inline directives are refused (``invalid-suppression``)."""
+    the prompt, so inline directives are refused (``invalid-suppression``).
+
+    Markdown prompt files with YAML front matter (Claude Code agents and commands, Copilot
+    ``.prompt.md``, Cursor ``.mdc`` rules): the front matter is metadata, not prompt text; its
+    ``model`` names the model; the body is the prompt.
+    """
     index = LineIndex(text)
-    scan = scan_placeholders(text, index.locator(path))
-    parsed = Parsed(path, "text", [_doc(path, index, scan)], comments=False)
-    parsed.issues += refuse_directives(text, index, path, PLAIN_NO_COMMENTS)
+    m = _FRONT.match(text)
+    base = 0
+    model = None
+    parsed = Parsed(path, "text", comments=False)
+    if m and path.lower().endswith((".md", ".mdc", ".markdown", ".prompt")):
+        base = m.end()
+        parsed.language = "markdown"
+        try:
+            front = yaml.safe_load(m.group(1) or "") or {}
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            line = (mark.line + 2) if mark is not None else 2
+            parsed.issues.append(Issue("template-syntax", Span.point(path, line, 1), "front matter",
+                                       {"reason": f"front matter is not valid YAML: {getattr(e, 'problem', e)}"}))
+            front = {}
+        if isinstance(front, dict) and isinstance(front.get("model"), str):
+            model = front["model"]
+    scan = scan_placeholders(text[base:], index.locator(path, base))
+    doc = _doc(path, index, scan, base=base)
+    doc.model = model if model and re.match(r"(?i)^(gpt|o\d|claude|gemini|deepseek)", model) else None
+    parsed.docs.append(doc)
+    parsed.issues += refuse_directives(text[base:], index, path, PLAIN_NO_COMMENTS) if not base else \
+        [i for i in refuse_directives(text, index, path, PLAIN_NO_COMMENTS) if i.span.line > index.pos(base)[0] - 1]
     return parsed
 
 

@@ -10,7 +10,9 @@ What is read (with :mod:`ast`; nothing is imported or run):
   their last assignment in the function, then in the module, and calls of module functions to
   their ``return`` expression;
 - assignments to prompt-like names (``SYSTEM_PROMPT``, ``instructions``, ``user_template``)
-  not already used by an SDK call.
+  not already used by an SDK call (a constant holding ``{{ }}`` or ``{% %}`` is a Jinja
+  template), and Jinja templates built with ``Template(...)`` / ``env.from_string(...)``;
+- LangChain prompt templates (:mod:`.langchain`).
 
 Code checks run on the expressions that flow into a prompt or a tool list (the SDK call's
 arguments and whatever their names were built from, loops that append to them included):
@@ -29,8 +31,10 @@ import textwrap
 import tokenize
 from typing import Iterator
 
+from ..classify import names_in
 from ..model import Doc, Edit, Issue, Parsed, Part, Piece, Slot, Span
 from .base import LineIndex, Occurrences, line_removal, next_content_line, parse_directive
+from .langchain import langchain_docs
 
 PROMPT_NAME = re.compile(r"(?i)(prompt|system|instruction|template|persona|preamble)")
 _ANTHROPIC = re.compile(r"(?:^|\.)messages\.(?:create|stream|count_tokens)$")
@@ -79,8 +83,13 @@ class PythonSource:
         return self.index.span(self.path, a, b)
 
     def src(self, node: ast.AST) -> str:
-        """The source text of a node."""
-        return ast.get_source_segment(self.text, node) or ""
+        """The source text of a node (sliced through the line index: ``ast.get_source_segment``
+        splits the whole file on every call)."""
+        end_line = getattr(node, "end_lineno", None)
+        end_col = getattr(node, "end_col_offset", None)
+        if end_line is None or end_col is None or not hasattr(node, "lineno"):
+            return ""
+        return self.text[self.offset(node.lineno, node.col_offset):self.offset(end_line, end_col)]  # type: ignore[attr-defined]
 
     # ----------------------------------------------------------------- scopes and names
 
@@ -157,11 +166,14 @@ class PythonSource:
                     out += self._name_sources(got[1], self.scope_of(got[0]), depth + 1)
         return out
 
-    def _slot(self, node: ast.AST, scope: Scope, depth: int, *, kind: str = "variable",
+    def slot(self, node: ast.AST, scope: Scope, depth: int, *, kind: str = "variable",
               extra: tuple[str, ...] = ()) -> Piece:
         s = self.src(node)
-        probes = (f"{{{{ {' '.join(s.split())} }}}}", s, *extra, *self._name_sources(node, scope, depth))
-        return Piece("slot", slot=Slot(self.span(node), s, kind, tuple(dict.fromkeys(probes))))
+        sources = self._name_sources(node, scope, depth)
+        probes = (f"{{{{ {' '.join(s.split())} }}}}", s, *extra, *sources)
+        names = [*names_in(s), *(n for src in sources for n in names_in(src))]
+        return Piece("slot", slot=Slot(self.span(node), s, kind, tuple(dict.fromkeys(probes)),
+                                       tuple(dict.fromkeys(names))))
 
     # ----------------------------------------------------------------- string expressions
 
@@ -198,7 +210,7 @@ class PythonSource:
         """Static text and slots of a string expression (anything else is one slot)."""
         self._flow("prompt", node, scope)
         if depth > _MAX_DEPTH:
-            return [self._slot(node, scope, depth)]
+            return [self.slot(node, scope, depth)]
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             return [Piece("static", node.value, span=self.span(node))] if node.value else []
         if isinstance(node, ast.JoinedStr):
@@ -208,7 +220,7 @@ class PythonSource:
                     if v.value:
                         out.append(Piece("static", v.value, span=self.span(node)))
                 elif isinstance(v, ast.FormattedValue):
-                    out.append(self._slot(v.value, scope, depth))
+                    out.append(self.slot(v.value, scope, depth))
             return out
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
             return self.pieces(node.left, scope, depth + 1) + self.pieces(node.right, scope, depth + 1)
@@ -217,7 +229,7 @@ class PythonSource:
             if got is not None and self.is_stringish(got[1], self.scope_of(got[0])):
                 self.consumed.add(got[0])
                 return self.pieces(got[1], self.scope_of(got[0]), depth + 1)
-            return [self._slot(node, scope, depth)]
+            return [self.slot(node, scope, depth)]
         if isinstance(node, ast.Call):
             f = node.func
             if isinstance(f, ast.Attribute) and f.attr == "format" and self.is_stringish(f.value, scope):
@@ -247,7 +259,7 @@ class PythonSource:
                 ret = self._single_return(fn)
                 if ret is not None and self.is_stringish(ret, fn):
                     return self.pieces(ret, fn, depth + 1)
-        return [self._slot(node, scope, depth)]
+        return [self.slot(node, scope, depth)]
 
     def _single_return(self, fn: ast.AST) -> ast.expr | None:
         """The value of a function's only ``return``, or ``None``."""
@@ -304,11 +316,15 @@ class PythonSource:
             i = occurrences.find(raw)
             span = self.index.span(self.path, src_a + max(i, 0), src_a + max(i, 0) + len(raw) + 1)
             probes = [f"{{{{ {field} }}}}", field]
+            names = list(names_in(field))
             if arg is not None:
                 self._flow("prompt", arg, scope)
                 a = self.src(arg)
-                probes += [f"{{{{ {a} }}}}", a, *self._name_sources(arg, scope, depth)]
-            out.append(Piece("slot", slot=Slot(span, "{" + field + "}", "variable", tuple(dict.fromkeys(probes)))))
+                sources = self._name_sources(arg, scope, depth)
+                probes += [f"{{{{ {a} }}}}", a, *sources]
+                names += [*names_in(a), *(n for src in sources for n in names_in(src))]
+            out.append(Piece("slot", slot=Slot(span, "{" + field + "}", "variable", tuple(dict.fromkeys(probes)),
+                                               tuple(dict.fromkeys(names)))))
         return _dedent(out, dedent == "cleandoc") if dedent else out
 
     # ----------------------------------------------------------------- request bodies
@@ -373,9 +389,9 @@ class PythonSource:
                 elif self.is_stringish(blk, vscope):
                     out.append(Part(role, bname, self.pieces(blk, vscope), self.span(blk)))
                 else:
-                    out.append(Part(role, bname, [self._slot(blk, vscope, 0, kind="block")], self.span(blk)))
+                    out.append(Part(role, bname, [self.slot(blk, vscope, 0, kind="block")], self.span(blk)))
             return out
-        return [Part(role, name, [self._slot(node, scope, 0)], self.span(node))]
+        return [Part(role, name, [self.slot(node, scope, 0)], self.span(node))]
 
     def _tool_parts(self, node: ast.AST, scope: Scope) -> list[Part]:
         val, vscope = self._resolve_value(node, scope, "tools")
@@ -429,7 +445,7 @@ class PythonSource:
                     parts[-1].breakpoint = self.span(bp[0])
                 out += parts
             else:  # history, a starred list, a helper's result: varies per conversation
-                out.append(Part("user", name, [self._slot(m, ms, 0, kind="block")], self.span(m)))
+                out.append(Part("user", name, [self.slot(m, ms, 0, kind="block")], self.span(m)))
         return out
 
     def sdk_docs(self) -> list[Doc]:
@@ -479,6 +495,49 @@ class PythonSource:
                             provider="anthropic" if kind == "anthropic" else "openai", automatic_breakpoint=auto))
         return docs
 
+    def template_constant(self, target: ast.AST, fmt: str) -> list[Piece] | None:
+        """A string constant that is a Jinja2 or Mustache template: its pieces, located in the
+        literal; ``None`` for anything but a plain string constant."""
+        from .templating import scan_jinja, scan_mustache
+
+        if not (isinstance(target, ast.Constant) and isinstance(target.value, str)):
+            return None
+        a = self.offset(target.lineno, target.col_offset)  # type: ignore[attr-defined]
+        raw_src = self.text[a:self.offset(target.end_lineno or target.lineno, target.end_col_offset or 0)]  # type: ignore[attr-defined]
+        q = len(raw_src) - len(raw_src.lstrip("rRbBuUfF"))
+        q += 3 if raw_src[q:q + 3] in ('"""', "'''") else 1
+        locate = self.index.locator(self.path, a + q)
+        scan = scan_mustache(target.value, locate) if fmt == "mustache" else \
+            scan_jinja(target.value, locate, keep_trailing_newline=True)
+        return scan.pieces
+
+    def template_docs(self) -> list[Doc]:
+        """Jinja2 templates built in code: ``Template("...")``, ``jinja2.Template("...")``,
+        ``env.from_string("...")`` with a string constant (or a name bound to one)."""
+        docs = []
+        for call in ast.walk(self.tree):
+            if not isinstance(call, ast.Call) or not call.args:
+                continue
+            f = call.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            if name not in ("Template", "from_string"):
+                continue
+            arg = call.args[0]
+            if isinstance(arg, ast.Name):
+                got = self.assignment(arg.id, self.scope_of(call), arg.lineno)
+                if got is not None:
+                    self.consumed.add(got[0])
+                    arg = got[1]
+            pieces = self.template_constant(arg, "jinja2")
+            if pieces is None:
+                continue
+            owner = self.parent.get(call)
+            label = owner.targets[0].id if isinstance(owner, ast.Assign) and isinstance(owner.targets[0], ast.Name) \
+                else f"Template@{call.lineno}"
+            role = "system" if re.search(r"(?i)system|instruction|persona|preamble", label) else "template"
+            docs.append(Doc(self.path, label, [Part(role, label, pieces, self.span(arg))], self.span(call)))
+        return sorted(docs, key=lambda d: (d.span.line, d.span.col))
+
     def constant_docs(self) -> list[Doc]:
         """One doc per assignment of a prompt string to a prompt-like name that no SDK call used."""
         docs = []
@@ -497,11 +556,15 @@ class PythonSource:
             counts[nm] = counts.get(nm, 0) + 1
             name = nm if counts[nm] == 1 else f"{nm}@{n.lineno}"
             role = "system" if re.search(r"(?i)system|instruction|persona|preamble", nm) else "template"
-            docs.append(Doc(self.path, name, [Part(role, nm, self._fields(self.pieces(n.value, scope), n.value),
+            jinja = isinstance(n.value, ast.Constant) and isinstance(n.value.value, str) and \
+                ("{{" in n.value.value or "{%" in n.value.value)  # a Jinja template kept in a constant
+            pieces = self.template_constant(n.value, "jinja2") if jinja else None
+            docs.append(Doc(self.path, name, [Part(role, nm, pieces if pieces is not None else
+                                                   self.fields(self.pieces(n.value, scope), n.value),
                                                    self.span(n.value))], self.span(n)))
         return docs
 
-    def _fields(self, pieces: list[Piece], node: ast.AST) -> list[Piece]:
+    def fields(self, pieces: list[Piece], node: ast.AST) -> list[Piece]:
         """``str.format`` fields (``{name}``) in a prompt constant's static text, as slots: the
         constant is a template that is formatted elsewhere."""
         a = self.offset(node.lineno, node.col_offset)  # type: ignore[attr-defined]
@@ -521,7 +584,8 @@ class PythonSource:
                 i = occurrences.find(raw)
                 span = self.index.span(self.path, a + max(i, 0), a + max(i, 0) + len(raw))
                 name = m.group(1)
-                out.append(Piece("slot", slot=Slot(span, raw, "variable", (f"{{{{ {name} }}}}", name))))
+                out.append(Piece("slot", slot=Slot(span, raw, "variable", (f"{{{{ {name} }}}}", name),
+                                                   names_in(name))))
                 pos = m.end()
             if pos < len(p.text):
                 out.append(Piece("static", p.text[pos:], span=p.span))
@@ -674,12 +738,17 @@ def parse_python(path: str, text: str) -> Parsed:
     parsed = Parsed(path, "python")
     try:
         src = PythonSource(path, text)
-    except SyntaxError as e:
-        parsed.issues.append(Issue("template-syntax", Span.point(path, e.lineno or 1, e.offset or 1), "python",
-                                   {"reason": f"Python syntax error: {e.msg}"}))
+    except (SyntaxError, ValueError) as e:  # ValueError: a NUL byte in the source
+        e_line = getattr(e, "lineno", None) or 1
+        e_col = getattr(e, "offset", None) or 1
+        parsed.issues.append(Issue("template-syntax", Span.point(path, e_line, e_col), "python",
+                                   {"reason": f"Python syntax error: {getattr(e, 'msg', None) or e}"}))
         return parsed
     parsed.docs += src.sdk_docs()
+    parsed.docs += langchain_docs(src)
+    parsed.docs += src.template_docs()
     parsed.docs += src.constant_docs()
     parsed.issues += src.code_checks()
     src.directives(parsed)
     return parsed
+

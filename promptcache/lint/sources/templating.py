@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import jinja2
 from jinja2 import nodes
 
+from ..classify import names_in
 from ..model import Piece, Slot, Span
 from .base import Locator
 
@@ -44,6 +45,58 @@ class Scan:
     pieces: list[Piece] = field(default_factory=list)
     comments: list[Comment] = field(default_factory=list)
     error: tuple[int, str] | None = None
+
+
+def _names(expr: str, bindings: dict[str, str]) -> tuple[str, ...]:
+    """Names an expression reads, and the names its bound variables were assigned from."""
+    out = list(names_in(expr))
+    for n in list(out):
+        b = bindings.get(n.split(".")[0])
+        if b is not None:
+            out += names_in(b)
+    return tuple(dict.fromkeys(out))
+
+
+class _Branches:
+    """Where scanned pieces go while conditionals are open: the top level, or the current
+    alternative of the innermost open conditional."""
+
+    def __init__(self) -> None:
+        self.top: list[Piece] = []
+        self.stack: list[tuple[str, Slot, Span, list[list[Piece]], bool]] = []
+
+    @property
+    def cur(self) -> list[Piece]:
+        return self.stack[-1][3][-1] if self.stack else self.top
+
+    def open(self, word: str, cond: Slot, loop: bool = False) -> None:
+        """A conditional (or a loop) opens: its first alternative starts."""
+        self.stack.append((word, cond, cond.span, [[]], loop))
+
+    def alternative(self, cond: Slot | None = None) -> bool:
+        """``else`` / ``elif``: the next alternative starts (with its condition as a slot)."""
+        if not self.stack:
+            return False
+        self.stack[-1][3].append([])
+        if cond is not None:
+            self.cur.append(Piece("slot", slot=cond))
+        return True
+
+    def close(self) -> bool:
+        """The innermost conditional closes (an ``if`` without ``else`` renders nothing in its
+        other alternative)."""
+        if not self.stack:
+            return False
+        _, cond, span, alts, loop = self.stack.pop()
+        if len(alts) == 1 and not loop:  # a loop's empty run adds nothing its slot does not say
+            alts.append([])
+        self.cur.append(Piece("branch", slot=cond, span=span, branches=tuple(tuple(a) for a in alts), loop=loop))
+        return True
+
+    def finish(self) -> list[Piece]:
+        while self.stack:
+            self.close()
+        return self.top
 
 
 def _probes(expr: str, bindings: dict[str, str]) -> tuple[str, ...]:
@@ -107,7 +160,8 @@ def scan_jinja(text: str, locate: Locator, *, keep_trailing_newline: bool = Fals
     pending_strip = False  # the previous tag ended with '-': strip leading whitespace
     macro_depth = 0
     pos = 0
-    pieces: list[Piece] = []
+    tree = _Branches()
+    blocks: list[str] = []  # open block statements other than `if` (for, with, filter...)
 
     def data(s: int, e: int, rstrip: bool = False) -> None:
         nonlocal pending_strip
@@ -118,7 +172,7 @@ def scan_jinja(text: str, locate: Locator, *, keep_trailing_newline: bool = Fals
         if rstrip:
             t = t.rstrip()
         if t and macro_depth == 0:
-            pieces.append(Piece("static", t, span=locate(s, e, text[s:e])))
+            tree.cur.append(Piece("static", t, span=locate(s, e, text[s:e])))
 
     while True:
         m = _OPEN.search(text, pos)
@@ -145,8 +199,9 @@ def scan_jinja(text: str, locate: Locator, *, keep_trailing_newline: bool = Fals
             out.comments.append(Comment(body, m.start(), end))
         elif opener == "{{":
             if macro_depth == 0:
-                pieces.append(Piece("slot", slot=Slot(locate(m.start(), end, raw), raw, "variable",
-                                                      _probes(body.strip(), bindings))))
+                tree.cur.append(Piece("slot", slot=Slot(locate(m.start(), end, raw), raw, "variable",
+                                                        _probes(body.strip(), bindings),
+                                                        _names(body.strip(), bindings))))
         else:
             sm = _STMT.match(body)
             word = sm.group(1) if sm else ""
@@ -166,13 +221,35 @@ def scan_jinja(text: str, locate: Locator, *, keep_trailing_newline: bool = Fals
                 macro_depth += 1
             elif word == "endmacro":
                 macro_depth = max(0, macro_depth - 1)
-            elif word in ("if", "elif", "for", "include", "extends", "import", "from", "call", "filter", "with",
-                          "set") and macro_depth == 0:
+            elif macro_depth > 0:
+                pass
+            elif word == "if":
+                blocks.append("if")
+                tree.open("if", Slot(locate(m.start(), end, raw), raw, "block", (raw, rest), _names(rest, bindings)))
+            elif word == "elif":
+                tree.alternative(Slot(locate(m.start(), end, raw), raw, "block", (raw, rest), _names(rest, bindings)))
+            elif word == "else" and blocks and blocks[-1] in ("if", "for"):
+                tree.alternative()
+            elif word in ("endif", "endfor") and blocks and blocks[-1] == word[3:]:
+                blocks.pop()
+                tree.close()
+            elif word == "for":
+                blocks.append("for")
+                it = rest.split(" in ", 1)[1] if " in " in rest else rest
+                tree.open("for", Slot(locate(m.start(), end, raw), raw, "block", (raw, rest), _names(it, bindings)),
+                          loop=True)
+            elif word in ("include", "extends", "import", "from", "call", "filter", "with", "set"):
                 # a block whose output varies (a `set` here is a block set: {% set x %}...{% endset %})
-                pieces.append(Piece("slot", slot=Slot(locate(m.start(), end, raw), raw, "block",
-                                                      (raw, rest))))
+                if word in ("call", "filter", "with", "set"):
+                    blocks.append(word)
+                names = _names(rest, bindings) if word not in ("include", "extends", "import", "from") else ()
+                tree.cur.append(Piece("slot", slot=Slot(locate(m.start(), end, raw), raw, "block",
+                                                        (raw, rest), names)))
+            elif word.startswith("end") and blocks and blocks[-1] == word[3:]:
+                blocks.pop()
         pending_strip = strip_after
         pos = end
+    pieces = tree.finish()
     if not keep_trailing_newline and pieces and pieces[-1].kind == "static" and pieces[-1].text.endswith("\n"):
         last = pieces[-1]
         t = last.text[:-2] if last.text.endswith("\r\n") else last.text[:-1]
@@ -187,17 +264,23 @@ _MUSTACHE = re.compile(r"\{\{(\{|!--|[!#^/>&=~]|else\b)?")
 _IDENT = re.compile(r"[A-Za-z_@][\w.@-]*")
 
 
+#: Handlebars block helpers that repeat or rescope their body: kept as a block slot, the body
+#: inline after it. Other sections (``{{#if}}``, ``{{#unless}}``, ``{{^x}}``, a bare ``{{#x}}``)
+#: are conditionals: one variant per alternative.
+_LOOP_HELPERS = frozenset({"each", "with", "let", "each-in", "forEach", "times", "repeat"})
+
+
 def scan_mustache(text: str, locate: Locator) -> Scan:
     """Scan a Mustache or Handlebars template (``{{var}}``, ``{{{raw}}}``, ``{{#section}}``,
     ``{{^inverted}}``, ``{{/end}}``, ``{{! comment}}``, ``{{> partial}}``, helpers with
-    arguments, ``~`` whitespace control).
+    arguments, ``{{else}}`` / ``{{else if x}}``, ``~`` whitespace control).
 
-    Each identifier a helper is called with is probed as a variable of its own, so
-    ``{{formatDate now}}`` is seen as using ``now``.
+    Conditional sections become ``branch`` pieces. Each identifier a helper is called with is
+    probed as a variable of its own, so ``{{formatDate now}}`` is seen as using ``now``.
     """
     out = Scan()
-    pieces: list[Piece] = []
-    stack: list[tuple[str, int]] = []
+    tree = _Branches()
+    stack: list[tuple[str, int, bool]] = []  # (name, offset, is a conditional)
     pos = 0
     strip_next = False
     while True:
@@ -207,7 +290,7 @@ def scan_mustache(text: str, locate: Locator) -> Scan:
             if strip_next:
                 t = t.lstrip()
             if t:
-                pieces.append(Piece("static", t, span=locate(pos, len(text), text[pos:])))
+                tree.cur.append(Piece("static", t, span=locate(pos, len(text), text[pos:])))
             break
         sigil = m.group(1) or ""
         if sigil == "!--":
@@ -221,20 +304,26 @@ def scan_mustache(text: str, locate: Locator) -> Scan:
             out.error = out.error or (m.start(), "unclosed `{{`")
             t = text[pos:]
             if t:
-                pieces.append(Piece("static", t, span=locate(pos, len(text), t)))
+                tree.cur.append(Piece("static", t, span=locate(pos, len(text), t)))
             break
         end = close + len(close_tok)
         inner = text[m.end():close]
         tilde_before = inner.startswith("~") or sigil == "~"
         if sigil == "~":
             sigil = ""
+            if re.match(r"~\s*[#^/>&!]", inner):  # {{~#if}}: the sigil follows the tilde
+                sigil = inner.lstrip("~ ")[0]
+                inner = inner.lstrip("~ ")[1:]
+            elif re.match(r"~\s*else\b", inner):
+                sigil = "else"
+                inner = inner.lstrip("~ ")[4:]
         t = text[pos:m.start()]
         if strip_next:
             t = t.lstrip()
         if tilde_before:
             t = t.rstrip()
         if t:
-            pieces.append(Piece("static", t, span=locate(pos, m.start(), text[pos:m.start()])))
+            tree.cur.append(Piece("static", t, span=locate(pos, m.start(), text[pos:m.start()])))
         strip_next = inner.endswith("~")
         body = inner.strip("~").strip()
         raw = text[m.start():end]
@@ -251,27 +340,37 @@ def scan_mustache(text: str, locate: Locator) -> Scan:
                 out.error = out.error or (m.start(), f"`{{{{/{name}}}}}` closes " +
                                           (f"`{want}`" if want else "no open section"))
             else:
-                stack.pop()
+                if stack.pop()[2]:
+                    tree.close()
         elif sigil in ("#", "^"):
             words = body.split()
             name = words[0] if words else ""
-            stack.append((name, m.start()))
             probes = [raw, body] + [f"{{{{ {w} }}}}" for w in _IDENT.findall(" ".join(words[1:]))]
-            pieces.append(Piece("slot", slot=Slot(span, raw, "block", tuple(probes))))
-        elif sigil == "else":
-            pass
+            slot = Slot(span, raw, "block", tuple(probes), names_in(body))
+            cond = sigil == "^" or name in ("if", "unless") or (len(words) == 1 and name not in _LOOP_HELPERS)
+            stack.append((name, m.start(), True))
+            tree.open(name, slot, loop=not cond)  # {{#each}}, {{#with}}: a loop over the body
+        elif sigil == "else" or (sigil == "^" and not body):
+            rest = body[4:].strip() if body.startswith("else") else body
+            if stack and stack[-1][2]:
+                if rest.startswith("if ") or rest.startswith("unless "):
+                    tree.alternative(Slot(span, raw, "block", (raw, rest), names_in(rest)))
+                else:
+                    tree.alternative()
         else:  # variable, {{{raw}}}, {{& raw}}, {{> partial}}, helper call
             words = body.split()
             probes = [f"{{{{ {body} }}}}", body]
             if len(words) > 1:
                 probes += [f"{{{{ {w} }}}}" for w in _IDENT.findall(" ".join(words[1:]))]
-            pieces.append(Piece("slot", slot=Slot(span, raw, "block" if sigil == ">" else "variable",
-                                                  tuple(dict.fromkeys(probes)))))
+            partial = sigil == ">"
+            tree.cur.append(Piece("slot", slot=Slot(span, raw, "block" if partial else "variable",
+                                                    tuple(dict.fromkeys(probes)),
+                                                    () if partial else names_in(body))))
         pos = end
     if stack and out.error is None:
-        name, at = stack[-1]
+        name, at, _ = stack[-1]
         out.error = (at, f"section `{name}` is never closed")
-    out.pieces = pieces
+    out.pieces = tree.finish()
     return out
 
 
@@ -281,22 +380,30 @@ def scan_mustache(text: str, locate: Locator) -> Scan:
 #: ``{now:%H:%M}`` (an identifier right after the brace, so JSON examples are not placeholders).
 _PLACEHOLDER = re.compile(
     r"\{\{\{?(?P<dbl>.*?)\}?\}\}"
-    r"|\$\{(?P<dollar>[A-Za-z_][\w.]*)\}"
+    r"|\$\{(?P<dollar>[A-Za-z_][\w.:-]*)\}"
+    r"|\$(?P<arg>ARGUMENTS|\d)\b"
+    r"|(?P<bang>!`[^`\n]+`)"
     r"|(?<!\{)\{(?P<fmt>[A-Za-z_]\w*(?:\.\w+|\[[^\]{}]*\])*)(?:![rsa])?(?::[^{}\n]*)?\}(?!\})", re.S)
 
 
 def scan_placeholders(text: str, locate: Locator) -> Scan:
-    """Scan plain text for placeholders (``{{ x }}``, ``${x}``, ``{x}``); everything else is
-    static, comments included (plain text has none that stay out of the prompt)."""
+    """Scan plain text for placeholders (``{{ x }}`` (also Semantic Kernel's ``{{$x}}`` and
+    Dify's ``{{#node.x#}}``), ``${x}`` (also VS Code's ``${input:x}``), ``{x}``, Claude Code's
+    ``$ARGUMENTS`` / ``$1`` and ``!`command` ``); everything else is static, comments included
+    (plain text has none that stay out of the prompt)."""
     out = Scan()
     pos = 0
     for m in _PLACEHOLDER.finditer(text):
         if m.start() > pos:
             out.pieces.append(Piece("static", text[pos:m.start()], span=locate(pos, m.start(), text[pos:m.start()])))
-        expr = (m.group("dbl") if m.group("dbl") is not None else m.group("dollar") or m.group("fmt") or "").strip()
+        expr = (m.group("dbl") if m.group("dbl") is not None else
+                m.group("dollar") or m.group("fmt") or m.group("arg") or "").strip()
         raw = m.group(0)
-        out.pieces.append(Piece("slot", slot=Slot(locate(m.start(), m.end(), raw), raw, "variable",
-                                                   _probes(expr, {}) if expr else (raw,))))
+        if m.group("bang"):  # Claude Code commands: !`git status` runs when the command is used
+            probes, names = (raw, m.group("bang")[2:-1]), ()
+        else:
+            probes, names = (_probes(expr, {}) if expr else (raw,)), names_in(expr.replace(":", " "))
+        out.pieces.append(Piece("slot", slot=Slot(locate(m.start(), m.end(), raw), raw, "variable", probes, names)))
         pos = m.end()
     if pos < len(text):
         out.pieces.append(Piece("static", text[pos:], span=locate(pos, len(text), text[pos:])))
@@ -314,3 +421,150 @@ def scan_string(text: str, locate: Locator) -> Scan:
 def span_at(span: Span) -> Span:
     """The first character of ``span``."""
     return Span(span.path, span.line, span.col, span.line, span.col + 1)
+
+
+# ------------------------------------------------------------------------ Go templates, Liquid
+
+_GO_OPEN = re.compile(r"\{\{(-\s)?")
+_LIQUID_OPEN = re.compile(r"\{\{-?|\{%-?")
+_GO_STR = re.compile(r'"(?:[^"\\\n]|\\.)*"|`[^`]*`|\'(?:[^\'\\\n]|\\.)*\'')
+#: Per dialect: statements that open a conditional, start another alternative, close a
+#: conditional; that open a block rendering its body (loops), close one; whose body is not
+#: rendered (``define``, ``capture``, ``comment``); and that bind a variable.
+_DIALECT = {
+    "go": {"if": ("if",), "alt": ("else",), "endif": (), "loop": ("range", "with", "block"), "end": ("end",),
+           "hidden": ("define",), "bind": ()},
+    "liquid": {"if": ("if", "unless", "case"), "alt": ("elsif", "else", "when"),
+               "endif": ("endif", "endunless", "endcase"), "loop": ("for", "tablerow"),
+               "end": ("endfor", "endtablerow", "endcapture", "endcomment", "endraw"),
+               "hidden": ("capture", "comment"), "bind": ("assign",)},
+}
+
+
+def scan_tags(text: str, locate: Locator, dialect: str) -> Scan:
+    """Scan a Go ``text/template`` (``{{ .Name }}``, ``{{- if .X }}...{{ else }}...{{ end }}``,
+    ``{{/* comment */}}``, ``{{ range }}``, ``{{ define }}``) or a Liquid template (``{{ x | f }}``,
+    ``{% if %}{% elsif %}{% else %}{% endif %}``, ``{% case %}{% when %}``, ``{% for %}``,
+    ``{% assign %}``, ``{% capture %}``, ``{% comment %}``, ``{% raw %}``, ``-`` trimming).
+
+    Conditionals become ``branch`` pieces; loops are a block slot with the body inline after it;
+    ``define`` / ``capture`` / ``comment`` bodies render nothing where they stand.
+    """
+    d = _DIALECT[dialect]
+    out = Scan()
+    tree = _Branches()
+    stack: list[str] = []  # open statements: "if", "loop", "hidden"
+    bindings: dict[str, str] = {}
+    hidden = 0
+    pending_strip = False
+    pos = 0
+    opener = _GO_OPEN if dialect == "go" else _LIQUID_OPEN
+
+    def data(s: int, e: int, rstrip: bool) -> None:
+        nonlocal pending_strip
+        t = text[s:e]
+        if pending_strip:
+            t = t.lstrip()
+        pending_strip = False
+        if rstrip:
+            t = t.rstrip()
+        if t and hidden == 0:
+            tree.cur.append(Piece("static", t, span=locate(s, e, text[s:e])))
+
+    while True:
+        m = opener.search(text, pos)
+        if m is None:
+            data(pos, len(text), False)
+            break
+        tok = m.group(0)
+        is_stmt = tok.startswith("{%")
+        close_tok = "%}" if is_stmt else "}}"
+        strip_before = "-" in tok
+        i = m.end()
+        while True:  # the close, skipping string literals
+            j = text.find(close_tok, i)
+            sm = _GO_STR.search(text, i, j) if j >= 0 else None
+            if sm is None:
+                break
+            i = sm.end()
+        if j < 0:
+            out.error = out.error or (m.start(), f"unclosed `{tok.strip()}`")
+            data(pos, len(text), False)
+            break
+        inner = text[m.end():j]
+        strip_after = inner.endswith("-") if dialect == "liquid" else inner.endswith(" -")
+        body = inner[:-1] if strip_after else inner
+        body = body.strip()
+        end = j + 2
+        data(pos, m.start(), strip_before)
+        raw = text[m.start():end]
+        span = locate(m.start(), end, raw)
+        word, _, rest = body.partition(" ")
+        if dialect == "go" and body.startswith("/*"):
+            out.comments.append(Comment(body[2:-2] if body.endswith("*/") else body[2:], m.start(), end))
+        elif dialect == "liquid" and is_stmt and word == "raw":
+            r = re.compile(r"\{%-?\s*endraw\s*-?%\}").search(text, end)
+            stop = r.start() if r else len(text)
+            data(end, stop, False)
+            pos = r.end() if r else len(text)
+            continue
+        elif dialect == "liquid" and is_stmt and word == "comment":
+            r = re.compile(r"\{%-?\s*endcomment\s*-?%\}").search(text, end)
+            stop = r.start() if r else len(text)
+            out.comments.append(Comment(text[end:stop], m.start(), r.end() if r else len(text)))
+            pos = r.end() if r else len(text)
+            continue
+        elif (is_stmt or dialect == "go") and word in d["if"]:
+            stack.append("if")
+            tree.open(word, Slot(span, raw, "block", (raw, rest), _names(rest, bindings)))
+        elif (is_stmt or dialect == "go") and word in d["alt"] and stack and stack[-1] in ("if", "loop"):
+            cond = rest[3:] if rest.startswith("if ") else rest
+            if word in ("elsif", "when") or rest.startswith("if "):
+                tree.alternative(Slot(span, raw, "block", (raw, cond), _names(cond, bindings)))
+            else:
+                tree.alternative()
+        elif (is_stmt or dialect == "go") and (word in d["endif"] or (word in d["end"] and stack and stack[-1] == "if")):
+            if stack:
+                stack.pop()
+            tree.close()
+        elif (is_stmt or dialect == "go") and word in d["hidden"]:
+            stack.append("hidden")
+            hidden += 1
+            if word == "capture":
+                bindings[rest.strip()] = ""
+        elif (is_stmt or dialect == "go") and word in d["loop"]:
+            stack.append("loop")
+            it = rest.split(" in ", 1)[1] if " in " in rest else rest.split(":=", 1)[-1]
+            tree.open(word, Slot(span, raw, "block", (raw, rest), _names(it, bindings)), loop=True)
+        elif (is_stmt or dialect == "go") and word in d["end"]:
+            if stack:
+                top = stack.pop()
+                if top == "hidden":
+                    hidden = max(0, hidden - 1)
+                elif top in ("if", "loop"):
+                    tree.close()
+        elif is_stmt and word in d["bind"]:
+            name, _, expr = rest.partition("=")
+            bindings[name.strip()] = expr.strip()
+        elif is_stmt and word in ("include", "render", "section"):
+            tree.cur.append(Piece("slot", slot=Slot(span, raw, "block", (raw, rest), ())))
+        elif is_stmt:
+            pass  # other Liquid tags (increment, cycle, echo...): rare in prompts
+        elif dialect == "go" and word in ("template",):
+            tree.cur.append(Piece("slot", slot=Slot(span, raw, "block", (raw, rest), ())))
+        elif dialect == "go" and word in ("break", "continue"):
+            pass
+        elif hidden == 0:
+            expr = body
+            if dialect == "go":  # a Go variable or field: `.Name`, `$x.Name`; sprig functions by name
+                probe_expr = re.sub(r"(?<![\w)])\.(?=[A-Za-z_])", "", expr)
+            else:
+                probe_expr = expr
+            tree.cur.append(Piece("slot", slot=Slot(span, raw, "variable", _probes(probe_expr, bindings) + (expr,),
+                                                    _names(expr, bindings))))
+        pending_strip = strip_after
+        pos = end
+    if stack and out.error is None:
+        out.error = (len(text) - 1 if text else 0, f"`{stack[-1]}` block is never closed")
+    out.pieces = [p for p in tree.finish() if p.kind != "static" or p.text]
+    return out

@@ -1,0 +1,165 @@
+"""What the readers built on tree-sitter share (TypeScript/JavaScript, Go): loading a grammar,
+byte positions → file spans, an iterative walk (no recursion: a file nested 10,000 deep is
+read like any other), syntax errors, directive comments, and the placeholder fields of a
+template string held in code.
+
+The grammars come from the ``tree-sitter-typescript`` and ``tree-sitter-go`` wheels (prebuilt,
+offline). Nothing is executed: tree-sitter only parses.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any, Callable, Iterator
+
+from ..classify import names_in
+from ..model import Directive, Issue, Parsed, Piece, Slot, Span
+from .base import LineIndex, Occurrences, line_removal, next_content_line, parse_directive
+
+Node = Any  # tree_sitter.Node
+
+
+@lru_cache(maxsize=None)
+def parser(grammar: str) -> Any:
+    """A tree-sitter parser for ``typescript``, ``tsx`` or ``go``.
+
+    Raises:
+        ImportError: when the grammar's package is not installed.
+    """
+    import tree_sitter
+
+    if grammar in ("typescript", "tsx"):
+        import tree_sitter_typescript as mod
+
+        lang = mod.language_typescript() if grammar == "typescript" else mod.language_tsx()
+    elif grammar == "go":
+        import tree_sitter_go as mod  # type: ignore[no-redef]
+
+        lang = mod.language()
+    else:
+        raise ValueError(f"no grammar {grammar!r}")
+    return tree_sitter.Parser(tree_sitter.Language(lang))
+
+
+class TSFile:
+    """One file parsed with tree-sitter: its tree and the helpers that place nodes in it."""
+
+    def __init__(self, path: str, text: str, grammar: str):
+        self.path = path
+        self.text = text
+        self.data = text.encode("utf-8", "surrogatepass")
+        self.index = LineIndex(text)
+        self.blines = self.data.split(b"\n")
+        self.tree = parser(grammar).parse(self.data)
+        self.root = self.tree.root_node
+
+    def char_pos(self, point: tuple[int, int]) -> tuple[int, int]:
+        """(1-based line, 1-based column in characters) of a tree-sitter (row, byte column)."""
+        row, bcol = point
+        line = self.blines[row] if row < len(self.blines) else b""
+        return row + 1, len(line[:bcol].decode("utf-8", "replace")) + 1
+
+    def span(self, node: Node) -> Span:
+        """The span of a node."""
+        l1, c1 = self.char_pos(node.start_point)
+        l2, c2 = self.char_pos(node.end_point)
+        return Span(self.path, l1, c1, l2, c2)
+
+    def offset(self, node: Node) -> int:
+        """Character offset of a node's start."""
+        line, col = self.char_pos(node.start_point)
+        return self.index.offset(line, col)
+
+    def src(self, node: Node) -> str:
+        """The source text of a node."""
+        return self.data[node.start_byte:node.end_byte].decode("utf-8", "replace")
+
+    def walk(self, node: Node | None = None) -> Iterator[Node]:
+        """Every node under ``node`` (default: the root), in document order, without recursion."""
+        stack = [node or self.root]
+        while stack:
+            n = stack.pop()
+            yield n
+            stack.extend(reversed(n.children))
+
+    def syntax_issue(self, language: str) -> Issue | None:
+        """A ``template-syntax`` issue at the first ``ERROR`` or missing node, or ``None``."""
+        if not self.root.has_error:
+            return None
+        for n in self.walk():
+            if n.is_error or n.is_missing:
+                sp = self.span(n)
+                what = f"missing `{n.type}`" if n.is_missing else f"unexpected `{self.src(n)[:20].strip()}`"
+                return Issue("template-syntax", Span.point(self.path, sp.line, sp.col), language,
+                             {"reason": f"{language} syntax error: {what}"})
+        return None
+
+    def directives(self, parsed: Parsed, comment_types: tuple[str, ...] = ("comment",)) -> None:
+        """``// promptcache: ...`` (and ``/* */``) comments → directives or issues."""
+        for n in self.walk():
+            if n.type not in comment_types:
+                continue
+            body = self.src(n)
+            if "promptcache" not in body:
+                continue
+            sp = self.span(n)
+            s = self.offset(n)
+            e = s + len(body)
+            alone = not self.index.line_text(sp.line)[:sp.col - 1].strip()
+            got = parse_directive(body.lstrip("/*").rstrip("*/"), sp, alone=alone,
+                                  next_line=next_content_line(self.index, sp.end_line),
+                                  removal=line_removal(self.index, self.path, s, e))
+            if got is not None:
+                if isinstance(got, Directive):
+                    parsed.directives.append(got)
+                else:
+                    parsed.issues.append(got)
+
+
+#: ``{name}`` placeholders (f-string templates: LangChain, Python ``str.format``), ``{{ name }}``
+#: (Mustache), ``{{$name}}``: an identifier right after the brace, so JSON examples are text.
+FSTRING_FIELD = re.compile(r"(?<!\{)\{([A-Za-z_][\w.]*)\}(?!\})")
+MUSTACHE_FIELD = re.compile(r"\{\{\{?\s*([#^/]?[$A-Za-z_][\w.$ ]*?)\s*\}?\}\}")
+
+
+def split_fields(pieces: list[Piece], index: LineIndex, path: str,
+                 pattern: re.Pattern[str] = FSTRING_FIELD,
+                 probe: Callable[[str], tuple[str, ...]] | None = None) -> list[Piece]:
+    """Placeholder fields in the static text of ``pieces`` (a template held in string literals)
+    as slots, each located inside the source of the literal its text came from."""
+    occ: dict[tuple[int, int, int, int], Occurrences] = {}
+    out: list[Piece] = []
+    for p in pieces:
+        if p.kind != "static":
+            out.append(p)
+            continue
+        pos = 0
+        for m in pattern.finditer(p.text):
+            if m.start() > pos:
+                out.append(Piece("static", p.text[pos:m.start()], span=p.span))
+            raw = m.group(0)
+            span = p.span
+            if p.span is not None:
+                key = (p.span.line, p.span.col, p.span.end_line, p.span.end_col)
+                base = index.offset(p.span.line, p.span.col)
+                if key not in occ:
+                    occ[key] = Occurrences(index.text[base:index.offset(p.span.end_line, p.span.end_col)])
+                i = occ[key].find(raw)
+                if i >= 0:
+                    span = index.span(path, base + i, base + i + len(raw))
+            name = m.group(1).strip().lstrip("#^/")
+            probes = probe(name) if probe else (f"{{{{ {name} }}}}", name)
+            out.append(Piece("slot", slot=Slot(span or Span.point(path, 1, 1), raw, "variable", probes,
+                                               names_in(name))))
+            pos = m.end()
+        if pos < len(p.text):
+            out.append(Piece("static", p.text[pos:], span=p.span))
+    return out
+
+
+def dedent_pieces(pieces: list[Piece]) -> list[Piece]:
+    """``dedent`` / ``stripIndent`` applied to the static text around slots."""
+    from .python import _dedent
+
+    return _dedent(pieces, True)

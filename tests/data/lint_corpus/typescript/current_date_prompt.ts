@@ -1,0 +1,6 @@
+/**
+ * The current date, as a prompt fragment appended at the end of a prompt.
+ */
+export function getCurrentDatePrompt() {
+    return `The current date is ${new Date().toISOString()}`;
+}

@@ -1,0 +1,240 @@
+"""Hostile input for ``promptcache lint`` (issue 18, item 7, and the lint half of the hostile-input
+harness), and the rule-example runner that must not pass on rules without examples.
+
+The hand cases, each of which crashed or hung before: JSON and YAML nested 10,000 deep and a
+Python string built from 100,000 concatenations (a RecursionError, exit 3) are a
+``template-syntax`` finding; a FIFO in a linted directory (``read()`` blocked forever) is
+skipped, and a FIFO named on the command line is an input error (exit 2).
+
+The property tests generate hostile files in every source kind lint reads (deep nesting,
+invalid and unusual Unicode, control characters, huge lines) and check, for the text, JSON,
+SARIF and GitHub formats: the exit code is 0, 1 or 2, never 3; the file's bytes are unchanged;
+nothing printed holds a control character that could start a terminal sequence.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from promptcache.cli import app
+from promptcache.errors import PromptcacheError
+
+#: What a terminal could read as the start of a control sequence: C0 controls but tab and
+#: newline, DEL, and C1 controls (ESC is 0x1b; 0x9b is the 8-bit CSI).
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def lint(path: Path, *args: str) -> tuple[int, str, str]:
+    """``promptcache lint PATH ARGS`` in-process: (exit code as the CLI's main gives it, stdout,
+    stderr).
+
+    An exception the CLI turns into a one-line error (:class:`PromptcacheError`) is its exit
+    code; any other exception is an internal error, exit 3."""
+    res = CliRunner().invoke(app, ["lint", str(path), "--no-lockfile", *args], catch_exceptions=True,
+                             standalone_mode=False)  # as the CLI's main runs it: the command's return is the exit code
+    out = res.stdout
+    err = res.stderr if res.stderr_bytes is not None else ""
+    if res.exception is not None and not isinstance(res.exception, SystemExit):
+        if isinstance(res.exception, PromptcacheError):
+            return int(res.exception.exit_code), out, err + str(res.exception)
+        return 3, out, err + repr(res.exception)
+    return int(res.return_value if res.return_value is not None else res.exit_code), out, err
+
+
+@pytest.fixture
+def workspace(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".promptcache.toml").write_text("", encoding="utf-8")
+    return tmp_path
+
+
+# ----------------------------------------------------------------------------- issue 18, item 7
+
+@pytest.mark.parametrize("name,content", [
+    ("deep.json", '{"messages": ' + "[" * 10_000 + "]" * 10_000 + "}"),
+    ("deep.yaml", "messages: " + "[" * 10_000 + "]" * 10_000 + "\n"),
+    ("deep_block.yaml", "".join("  " * k + "- \n" for k in range(2_000))),
+    ("concat.py", "SYSTEM_PROMPT = " + " + ".join(['"a"'] * 100_000) + "\n"),
+    ("deep.j2", "{{ " + "(" * 10_000 + "x" + ")" * 10_000 + " }}"),
+    ("deep.mustache", "{{#a}}" * 10_000 + "x" + "{{/a}}" * 10_000),
+    ("deep.ts", "const SYSTEM_PROMPT = " + "(" * 10_000 + '"x"' + ")" * 10_000 + ";"),
+    ("deep.go", "package p\nconst systemPrompt = " + " + ".join(['"a"'] * 20_000) + "\n"),
+], ids=lambda v: v if len(v) < 20 else None)
+def test_deep_nesting_is_a_finding_not_a_crash(workspace, name, content):
+    p = workspace / name
+    p.write_text(content, encoding="utf-8")
+    code, out, err = lint(p, "--format", "json")
+    assert code in (0, 1), err[-2000:]
+    doc = json.loads(out)
+    assert doc["errors"] == []
+    codes = {f["code"] for f in doc["findings"]}
+    assert codes <= {"PC001", "PC111", "PC304"}, codes
+    if name in ("deep.json", "deep.yaml", "concat.py", "deep.j2"):
+        (f,) = [f for f in doc["findings"] if f["code"] == "PC001"]  # it failed with RecursionError before
+        assert "nested too deeply" in f["message"] or "syntax" in f["message"].lower()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_fifo_in_a_directory_is_skipped_and_a_named_fifo_is_an_input_error(workspace):
+    d = workspace / "prompts"
+    d.mkdir()
+    (d / "ok.j2").write_text("Hello {{ name }}.\n", encoding="utf-8")
+    os.mkfifo(d / "pipe.j2")
+    # in a subprocess, with a timeout: before, reading the FIFO blocked forever
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    r = subprocess.run([sys.executable, "-m", "promptcache", "lint", str(d), "--format", "json"], cwd=workspace,
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["summary"]["files"] == 1 and doc["errors"] == []
+    r = subprocess.run([sys.executable, "-m", "promptcache", "lint", str(d / "pipe.j2")], cwd=workspace,
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 2 and "not a regular file" in r.stderr
+
+
+def test_a_template_never_writes_a_terminal_sequence(workspace):
+    p = workspace / "system.j2"
+    p.write_text("Hi \x1b]0;owned\x07\x1b[2J {{ now() \x9b }}.\n" + "Answer from the handbook. " * 40,
+                 encoding="utf-8")
+    for fmt in ("text", "json", "sarif", "github"):
+        code, out, err = lint(p, "--format", fmt)
+        assert code in (0, 1, 2), err
+        assert not CONTROL.search(out + err), (fmt, out[:500])
+        if fmt in ("json", "sarif"):
+            json.loads(out)
+
+
+# ----------------------------------------------------------------------------- the example runner
+
+def test_example_runner_fails_a_rule_without_template_examples():
+    from dataclasses import replace
+
+    from promptcache.diagnose.rules import resolve
+    from promptcache.lint.examples import check_template_examples
+
+    rule = resolve("timestamp-in-prefix")
+    problems = check_template_examples(replace(rule, examples={"logs": rule.examples.get("logs")}))
+    assert any("no examples.templates.bad" in p for p in problems)
+    assert any("no examples.templates.good" in p for p in problems)
+    bad = dict(rule.examples["templates"])
+    bad["bad"] = [{k: v for k, v in c.items() if k != "expect"} for c in bad["bad"]]
+    problems = check_template_examples(replace(rule, examples={"templates": bad}))
+    assert any("has no `expect`" in p for p in problems)
+
+
+# ----------------------------------------------------------------------------- the property harness
+
+#: A well-formed template per source kind, with ``@@`` where hostile text goes.
+BASES = {
+    "t.j2": "You are Helper @@ {{ now() }}.\n{% if x %}@@{% else %}b{% endif %}\n" + "Rule one. " * 30,
+    "t.mustache": "Hi {{name}} @@\n{{#if a}}@@{{else}}b{{/if}}\n" + "Rule one. " * 30,
+    "t.hbs": "{{#each docs}}@@{{this}}{{/each}}\n" + "Rule one. " * 30,
+    "t.prompty": "---\nname: t\nmodel:\n  configuration:\n    name: gpt-4o\n---\nsystem:\n@@ {{ request_id }}\n"
+                 + "Rule one. " * 30 + "\n\nuser:\n{{ q }}\n",
+    "prompts/t.txt": "Date {current_date} @@ {session_id}\n" + "Rule one. " * 30,
+    "prompts/t.md": "---\nmodel: gpt-4o\n---\n@@ {{ x }} $ARGUMENTS !`git status`\n" + "Rule one. " * 30,
+    "t.yaml": "messages:\n  - role: system\n    content: \"@@ {{ now() }} " + "Rule one. " * 30 + "\"\n"
+              "  - role: user\n    content: \"{{ q }}\"\n",
+    "t.json": '{"model": "gpt-4o", "messages": [{"role": "system", "content": "@@ {{ now() }} ' + "Rule one. " * 30
+              + '"}, {"role": "user", "content": "{{ q }}"}]}',
+    "n8n.json": '{"nodes": [{"name": "A", "type": "@n8n/n8n-nodes-langchain.agent", "parameters": {"text": "={{ $json.q }}",'
+                ' "options": {"systemMessage": "=@@ {{ $now }} ' + "Rule one. " * 30 + '"}}}], "connections": {}}',
+    "dify.yml": "app:\n  mode: workflow\nworkflow:\n  graph:\n    nodes:\n    - data:\n        type: llm\n"
+                "        prompt_template:\n        - role: system\n          text: '@@ {{#sys.query#}} " + "Rule one. " * 30 + "'\n",
+    "flowise.json": '{"nodes": [{"data": {"label": "A", "inputs": {"systemMessage": "@@ {{$flow.sessionId}} '
+                    + "Rule one. " * 30 + '"}}}], "edges": []}',
+    "sk.yaml": "name: x\ntemplate: |\n  <message role=\"system\">@@ {{$today}} " + "Rule one. " * 30
+               + "</message>\ntemplate_format: semantic-kernel\n",
+    "skprompt.txt": "TODAY {{time.Date}} @@\n" + "Rule one. " * 30 + "\n{{$input}}\n",
+    "t.py": "from datetime import datetime\nSYSTEM_PROMPT = f\"@@ {datetime.now()} " + "Rule one. " * 30 + "\"\n",
+    "lc.py": "from langchain_core.prompts import ChatPromptTemplate\np = ChatPromptTemplate.from_messages("
+             "[(\"system\", \"@@ {date} " + "Rule one. " * 30 + "\"), (\"human\", \"{q}\")])\n",
+    "t.ts": "const SYSTEM_PROMPT = `@@ ${new Date().toISOString()} " + "Rule one. " * 30 + "`;\n",
+    "t.js": "export const system = '@@ ' + sessionId + '" + "Rule one. " * 30 + "';\n",
+    "t.go": "package p\nimport \"fmt\"\nfunc systemPrompt(id string) string {\n\treturn fmt.Sprintf(`@@ %s "
+            + "Rule one. " * 30 + "`, id)\n}\n",
+    "t.tmpl": "{{ if .A }}@@{{ else }}b{{ end }} {{ .CurrentDate }}\n" + "Rule one. " * 30,
+    "t.liquid": "{% if a %}@@{% endif %} {{ 'now' | date: '%Y' }}\n" + "Rule one. " * 30,
+}
+
+_hostile_piece = st.one_of(
+    st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x9f), max_size=30),  # C0, C1 controls
+    st.sampled_from(["\x1b[2J", "\x1b]0;title\x07", "\x9b31m", "\x00", "\r", "\u202e", "\u200d", "\ufeff", "\uffff",
+                     "\U0010ffff", "e\u0301" * 50, "{{", "}}", "{%", "%}", "{#", "${", "`", "\"", "'", "\\", "]]",
+                     "{{#a}}", "{{/a}}", "{{ end }}", "{% endif %}", "*/", "/*", "---\n", "- - -", ": :"]),
+    st.builds(lambda c, n: c * n, st.sampled_from(["[", "{", "(", "{{#a}}", "{% if x %}", "{{ if .A }}", "- ",
+                                                   "{\"a\":", "\"a\" + "]),
+              st.integers(min_value=50, max_value=3000)),
+    st.builds(lambda n: "x" * n, st.integers(min_value=10_000, max_value=300_000)),  # a huge line
+    st.text(max_size=40),  # any Unicode, lone surrogates included
+)
+_hostile = st.lists(_hostile_piece, min_size=1, max_size=4).map("".join)
+
+
+def _content(base: str, fill: str, raw: bool) -> bytes:
+    text = base.replace("@@", fill)
+    if raw:  # bytes that are not UTF-8 at all
+        return text.encode("utf-8", "surrogatepass")[:50] + b"\xff\xfe\xc3(" + text.encode("utf-8", "surrogatepass")[50:]
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _check(root: Path, name: str, fill: str, raw: bool, fmt: str) -> None:
+    p = root / name
+    p.parent.mkdir(parents=True, exist_ok=True)
+    data = _content(BASES[name], fill, raw)
+    p.write_bytes(data)
+    before = hashlib.sha256(p.read_bytes()).hexdigest()
+    code, out, err = lint(p, "--format", fmt)
+    assert code in (0, 1, 2), (name, fmt, err[-3000:])
+    assert hashlib.sha256(p.read_bytes()).hexdigest() == before, (name, "the input file changed")
+    assert not CONTROL.search(out + err), (name, fmt, CONTROL.search(out + err), (out + err)[:1000])
+    if fmt in ("json", "sarif"):
+        json.loads(out)  # valid JSON on stdout even when a file could not be read (exit 2)
+
+
+@pytest.mark.parametrize("name", sorted(BASES))
+def test_hostile_smoke_every_kind(workspace, name):
+    """One fixed hostile filling per source kind, every format (fast; the property test below
+    explores)."""
+    fill = "\x1b[2J\x9b" + "[" * 3000 + "{{#a}}" * 500 + "\u202e" + "y" * 100_000
+    for fmt in ("text", "json", "sarif", "github"):
+        _check(workspace, name, fill, False, fmt)
+    _check(workspace, name, "ok", True, "text")
+
+
+@pytest.mark.slow
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                    HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(name=st.sampled_from(sorted(BASES)), fill=_hostile, raw=st.booleans(),
+       fmt=st.sampled_from(["text", "json", "sarif", "github"]))
+def test_hostile_files_never_crash_change_or_escape(workspace, name, fill, raw, fmt):
+    _check(workspace, name, fill, raw, fmt)
+
+
+def test_a_missing_grammar_is_an_input_error_not_a_crash(workspace, monkeypatch):
+    """Where tree-sitter's wheels could not be installed, a TypeScript or Go file is an input
+    error naming what to install (exit 2), and the other files are still linted."""
+    from promptcache.lint.sources import treesitter
+
+    def missing(grammar):
+        raise ImportError(f"No module named 'tree_sitter_{grammar}'")
+    monkeypatch.setattr(treesitter, "parser", missing)
+    (workspace / "agent.ts").write_text("const SYSTEM_PROMPT = `Hi ${now}`;\n", encoding="utf-8")
+    (workspace / "t.j2").write_text("Hi {{ name }}\n", encoding="utf-8")
+    code, out, err = lint(workspace, "--format", "json")
+    assert code == 2
+    doc = json.loads(out)
+    assert doc["summary"]["files"] == 2
+    (e,) = doc["errors"]
+    assert e["path"] == "agent.ts" and "tree-sitter" in e["message"]
