@@ -1,0 +1,66 @@
+"""What is left between a template's simulated cache reads after its plan and the ideal after
+its plan, by cause.
+
+This is the one place that explains the remaining gap, from what the simulation says of each
+request today: the tokens the ideal cache shares that the simulated rules do not read
+(``shared_prefix_tokens - cached_tokens``), grouped by the outcome's miss reason. The diagnosis's
+exact loss accounting per cause is meant to replace :func:`explain` (same inputs, same shape).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from ..simulate import Outcome
+
+#: What each miss reason means after a plan, for reports.
+REASONS = {
+    "after_last_breakpoint": "after the last breakpoint (the newest turn's own text, and the part of it that the next "
+                             "request happens to share)",
+    "granularity": "inside a partial cache block (hits count in whole blocks)",
+    "below_min": "below the model's minimum cacheable length",
+    "expired": "the cache entry expired (TTL) before the request came",
+    "lookback": "beyond the breakpoints' lookback window",
+    "no_breakpoint": "in requests without any breakpoint",
+    "evicted": "evicted by the cache's capacity",
+    "namespace": "in another cache namespace (a cache key splits the traffic)",
+    None: "not attributed by the simulation",
+}
+
+
+@dataclass(frozen=True)
+class GapPart:
+    """Tokens of the remaining gap with one cause.
+
+    Attributes:
+        reason: the simulation's miss reason (``None``: the simulation gave none).
+        tokens: tokens the ideal reads and the simulated rules do not.
+        requests: requests that lose them.
+    """
+
+    reason: str | None
+    tokens: int
+    requests: int
+
+    @property
+    def description(self) -> str:
+        """What the reason means."""
+        return REASONS.get(self.reason, self.reason or "")
+
+
+def explain(outcomes: Iterable[Outcome]) -> list[GapPart]:
+    """The remaining gap of a template's requests, by cause, largest first.
+
+    Args:
+        outcomes: the re-simulated outcomes of the template's requests after its plan.
+    """
+    acc: dict[str | None, list[int]] = {}
+    for o in outcomes:
+        lost = o.shared_prefix_tokens - o.cached_tokens
+        if lost <= 0:
+            continue
+        a = acc.setdefault(o.miss_reason, [0, 0])
+        a[0] += lost
+        a[1] += 1
+    return sorted((GapPart(r, t, n) for r, (t, n) in acc.items()), key=lambda g: -g.tokens)
