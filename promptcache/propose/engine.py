@@ -31,7 +31,7 @@ from ..simulate import Outcome
 from ..simulate.rules import load_providers
 from . import lifetime as lt
 from . import logio
-from .gap import GapPart, explain
+from .gap import GapPart, attainable, explain
 from .logio import BODY_FORMATS, Item, Out, Parsers
 from .observe import Observer
 from .plan import Change, Plan, build
@@ -53,6 +53,8 @@ class Proposal:
         gap: what remains between simulated and ideal after the plan, by cause.
         lifetime: the lifetime optimiser's answer, or ``None`` where it did not run.
         lines: lines of the proposed log that belong to the template.
+        attainable_tokens: the ideal's cache reads after the plan within the provider's minimum
+            and hit granularity (:func:`~.gap.attainable`).
     """
 
     plan: Plan
@@ -63,6 +65,7 @@ class Proposal:
     gap: list[GapPart] = field(default_factory=list)
     lifetime: lt.Choice | None = None
     lines: list[int] = field(default_factory=list)
+    attainable_tokens: int = 0
 
     @property
     def savings_usd(self) -> Decimal | None:
@@ -115,19 +118,27 @@ class _Trace:
         out = self.outs.get((o.path, o.line))
         if out is None or out.template is None or out.keepalive or out.arrival is None:
             return
+        r = step.rules
         anchor_end = 0
         if out.anchor is not None:
             for seg, e in zip(step.prompt.segments, step.prompt.seg_ends):
                 if seg.path == out.anchor or any(p == out.anchor for p, _, _ in seg.spans):
-                    if step.rules.mode != "breakpoints" or seg.breakpoint is not None:
+                    if r.mode != "breakpoints" or seg.breakpoint is not None:
                         anchor_end = e
                     break
-        cached, write = o.cached_tokens, o.write_tokens
+        n, cached, write = o.prompt_tokens, o.cached_tokens, o.write_tokens
+        ping_read = ping_plain = None
+        if r.mode == "prefix":  # hits in whole blocks; a keep-alive copy reads the whole stored prompt
+            g = max(1, r.granularity)
+            anchor_end = (anchor_end // g) * g
+            ping_read = (max(0, n - r.max_hit_offset) // g) * g
+            ping_read = ping_read if ping_read >= r.min_tokens else 0
+            ping_plain = n - ping_read
         a = min(cached, anchor_end)
         new_a = max(0, min(anchor_end, cached + write) - cached)
         self.visits.setdefault(out.template, []).append(lt.Visit(
             out.arrival, out.conversation if out.conversation is not None else -o.index, a, cached - a, new_a,
-            write - new_a, o.prompt_tokens - cached - write, o.line, 0 if out.api == "anthropic" else 1))
+            write - new_a, n - cached - write, o.line, 0 if out.api == "anthropic" else 1, ping_read, ping_plain))
         self.prompt.setdefault(out.template, (o.provider, o.model, o.prompt_tokens, out.arrival))
 
 
@@ -191,7 +202,8 @@ def propose(paths: Sequence[str | Path], opts: AuditOptions | None = None, *, wr
             after, where = job.audit(outs, opts, progress=progress, final=True)
             proposals = _compare(before, after, obs, plans, job, where, choices)
             losing = [p for p in proposals if p.plan.applies and p.savings_usd is not None and p.savings_usd < 0]
-            if not losing or lifetime is not None:
+            idle = [p for p in proposals if _no_effect(p)]
+            if not (losing or idle) or lifetime is not None:
                 break
             for p in losing:  # it costs more than it saves: withdrawn, and the rest simulated again
                 why = f"Withdrawn: re-simulated on this traffic it cost {usd(-p.savings_usd)} more than it saved."
@@ -200,6 +212,10 @@ def propose(paths: Sequence[str | Path], opts: AuditOptions | None = None, *, wr
                     p.plan.lifetime = None
                 else:
                     p.plan.withdraw(None, why)
+            for p in idle:
+                p.plan.withdraw(tuple(c.kind for c in p.plan.changes if c.kind != "pin-routing"),
+                                "Withdrawn: re-simulated on this traffic it changes neither the cost nor the cached "
+                                "tokens" + (f" ({p.gap[0].description})." if p.gap else "."))
         written = job.written
     lines = {pl: (plans[o.template].template.id if o.template in plans else None) for pl, o in job.where.items()}
     return ProposeResult(before, after, proposals, str(written) if written else None, skipped,
@@ -235,8 +251,10 @@ class _Job:
         parsers = Parsers()
 
         def reparse(rec: Any, req: Request) -> Request | None:
+            # a copy: the readers' memos keep the objects they parse, and the rewriter edits
+            # this record further (breakpoints) after reading it back
             try:
-                got = parsers.parse(rec, req.format if req.format in BODY_FORMATS else _fmt_of(rec), req.source.path,
+                got = parsers.parse(logio.copy_record(rec), req.format if req.format in BODY_FORMATS else _fmt_of(rec), req.source.path,
                                     req.source.line, self.opts.read)
             except (BadRecord, KeyError):
                 return None
@@ -291,6 +309,15 @@ class _Job:
         res = run(Pipeline(files + self.unread, opts), progress=progress,
                   observers=[trace] if trace is not None else [], book=self.book)
         return res, where
+
+
+def _no_effect(p: Proposal) -> bool:
+    """A plan that rewrites requests and leaves the simulated cost and cache reads exactly as
+    they were (what it changes is below the model's minimum, say): not worth a change."""
+    if not any(c.applied and c.kind != "pin-routing" for c in p.plan.changes):
+        return False
+    b, a = p.before["simulated"], p.after["simulated"]
+    return b.cost == a.cost and b.cached_tokens == a.cached_tokens and b.prompt_tokens == a.prompt_tokens
 
 
 def _fmt_of(rec: Any) -> str:
@@ -394,8 +421,9 @@ def _lifetime_rationale(choice: lt.Choice, breakpoints: bool) -> str:
                     "re-send the request with no output" + (" (max_tokens 0)" if breakpoints else " (one output token)")
                     + " so the cached prefix outlives the pauses; each costs a cache read of the prefix.")
     if choice.wins_on:
-        lo, hi = choice.wins_on
-        bits.append(f"It pays on pauses from {_dur(lo)} to {_dur(hi)} (break-even gap {_dur(hi)}).")
+        lo, hi, level = choice.wins_on
+        where = "in a conversation" if level == "conversation" else "between the template's requests"
+        bits.append(f"It pays on pauses {where} from {_dur(lo)} to {_dur(hi)} (break-even gap {_dur(hi)}).")
     n = len(choice.losing)
     if n:
         bits.append(f"{n} request(s) cost more under it than today.")
@@ -497,7 +525,8 @@ def _compare(before: AuditResult, after: AuditResult, obs: Observer, plans: dict
             continue
         b, a = b_of.get(key, []), a_of.get(key, [])
         out.append(Proposal(plan, len(b), unmatched.get(plan.template.id, 0), price(b, before.rules, job.book)[0],
-                            price(a, after.rules, job.book)[0], explain(a), choices.get(key), lines_of.get(key, [])))
+                            price(a, after.rules, job.book)[0], explain(a), choices.get(key), lines_of.get(key, []),
+                            attainable(a, after.rules)))
     out.sort(key=lambda p: p.savings_usd if p.savings_usd is not None else Decimal(0), reverse=True)
     return out
 

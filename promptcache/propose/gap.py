@@ -10,9 +10,10 @@ exact loss accounting per cause is meant to replace :func:`explain` (same inputs
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from ..simulate import Outcome
+from ..simulate.rules import CacheRules
 
 #: What each miss reason means after a plan, for reports.
 REASONS = {
@@ -64,3 +65,22 @@ def explain(outcomes: Iterable[Outcome]) -> list[GapPart]:
         a[0] += lost
         a[1] += 1
     return sorted((GapPart(r, t, n) for r, (t, n) in acc.items()), key=lambda g: -g.tokens)
+
+
+def attainable(outcomes: Iterable[Outcome], rules: Mapping[str, CacheRules]) -> int:
+    """The ideal's cache reads within the provider's own limits, tokens: a shared prefix
+    shorter than the model's minimum reads nothing, and a prefix cache reads whole hit blocks
+    (``granularity``) short of the tokens it always recomputes (``max_hit_offset``). What no
+    change to the prompts can recover lies between this and the ideal."""
+    total = 0
+    for o in outcomes:
+        r = rules.get(o.namespace)
+        shared = o.shared_prefix_tokens
+        if r is None:
+            total += shared
+            continue
+        if r.mode == "prefix":
+            g = max(1, r.granularity)
+            shared = (min(shared, max(0, o.prompt_tokens - r.max_hit_offset)) // g) * g
+        total += shared if shared >= r.min_tokens else 0
+    return total

@@ -58,6 +58,10 @@ class Visit:
         line: its line in the proposed log.
         output_price_tokens: output tokens a keep-alive copy of it costs (0 with ``max_tokens``
             0; 1 where the API needs one).
+        ping_read: tokens a keep-alive copy of it reads (everything it caches: through its last
+            breakpoint, or its whole prompt in a prefix cache, in whole hit blocks), or ``None``
+            for :attr:`prefix`.
+        ping_plain: tokens of a keep-alive copy billed as plain input (``None``: ``plain``).
     """
 
     arrival: float
@@ -69,10 +73,14 @@ class Visit:
     plain: int
     line: int
     output_price_tokens: int = 0
+    ping_read: int | None = None
+    ping_plain: int | None = None
 
     @property
     def prefix(self) -> int:
         """Tokens a keep-alive copy of this request reads (all it caches)."""
+        if self.ping_read is not None:
+            return self.ping_read
         return self.anchor + self.session + self.new_anchor + self.new_session
 
 
@@ -199,49 +207,60 @@ def cost(visits: Sequence[Visit], policy: Policy, prices: Prices) -> Costed:
         last_tmpl = max(last_tmpl, t)
         last_conv[c] = t
         if policy.pings and policy.interval > 0:
-            ping_unit[i] = pr * v.prefix + pi * v.plain + prices.output * v.output_price_tokens
+            plain = v.plain if v.ping_plain is None else v.ping_plain
+            ping_unit[i] = pr * v.prefix + pi * plain + prices.output * v.output_price_tokens
             stream[c] = i
             heapq.heappush(heap, (t + policy.interval, i, 1))
     flush(math.inf)
     return Costed(policy, sum(per, Decimal(0)), per, pings, ping_cost)
 
 
-def gap_cost(g: float, policy: Policy, prices: Prices) -> Decimal:
-    """What one cached token costs to serve after a pause of ``g`` seconds in its conversation
-    under ``policy``: the keep-alive requests sent during the pause, then a read or a write."""
+def gap_cost(g: float, policy: Policy, prices: Prices, level: str = "conversation") -> Decimal:
+    """What one cached token costs to serve after a pause of ``g`` seconds under ``policy``: the
+    keep-alive requests sent during the pause, then a read or a write. ``level``:
+    ``conversation`` (a pause in one conversation) or ``anchor`` (a pause between any two
+    requests of the template, at the anchor's lifetime)."""
+    ttl = policy.session_ttl if level == "conversation" else policy.anchor_ttl
+    tier = policy.session_tier if level == "conversation" else policy.anchor_tier
     k = 0
     if policy.pings and policy.interval > 0 and g > policy.interval:
         k = min(policy.pings, math.ceil(g / policy.interval) - 1)
-    alive = g - k * policy.interval <= policy.session_ttl
-    return prices.read * k + (prices.read if alive else prices.of(policy.session_tier))
+    alive = g - k * policy.interval <= ttl
+    return prices.read * k + (prices.read if alive else prices.of(tier))
 
 
-def winning_gaps(chosen: Policy, current: Policy, prices: Prices, horizon: float = 2 * 86400) -> tuple[float, float] | None:
-    """The first range of pauses ``(from, to]`` (seconds) on which ``chosen`` serves a cached token
-    more cheaply than ``current``, or ``None``: ``to`` is the break-even gap, the pause beyond
-    which the chosen policy stops paying off."""
-    pts = {0.0, horizon}
-    for p in (chosen, current):
-        pts.add(p.session_ttl)
-        if p.pings and p.interval > 0:
-            for j in range(p.pings + 1):
-                pts.add(j * p.interval)
-                pts.add(j * p.interval + p.session_ttl)
-    cuts = sorted(x for x in pts if 0 <= x <= horizon)
-    lo = hi = None
-    for a, b in zip(cuts, cuts[1:]):
-        if b - a < 1e-9:
-            continue
-        probe = b if b - a <= 1 else (a + b) / 2
-        wins = gap_cost(probe, chosen, prices) < gap_cost(probe, current, prices)
-        if wins and lo is None:
-            lo = a
-        if lo is not None:
-            if wins:
-                hi = b
-            else:
-                break
-    return None if lo is None or hi is None else (lo, hi)
+def winning_gaps(chosen: Policy, current: Policy, prices: Prices,
+                 horizon: float = 2 * 86400) -> tuple[float, float, str] | None:
+    """The first range of pauses ``(from, to]`` (seconds) on which ``chosen`` serves a cached
+    token more cheaply than ``current``, and the level it wins at (``conversation``, else
+    ``anchor``), or ``None``: ``to`` is the break-even gap, the pause beyond which the chosen
+    policy stops paying off."""
+    for level in ("conversation", "anchor"):
+        pts = {0.0, horizon}
+        for p in (chosen, current):
+            ttl = p.session_ttl if level == "conversation" else p.anchor_ttl
+            pts.add(ttl)
+            if p.pings and p.interval > 0:
+                for j in range(p.pings + 1):
+                    pts.add(j * p.interval)
+                    pts.add(j * p.interval + ttl)
+        cuts = sorted(x for x in pts if 0 <= x <= horizon)
+        lo = hi = None
+        for a, b in zip(cuts, cuts[1:]):
+            if b - a < 1e-9:
+                continue
+            probe = b if b - a <= 1 else (a + b) / 2
+            wins = gap_cost(probe, chosen, prices, level) < gap_cost(probe, current, prices, level)
+            if wins and lo is None:
+                lo = a
+            if lo is not None:
+                if wins:
+                    hi = b
+                else:
+                    break
+        if lo is not None and hi is not None:
+            return lo, hi, level
+    return None
 
 
 def policies(options: dict[str, tuple[float, str]], current: str | None, prices: Prices, *,
@@ -286,20 +305,25 @@ class Choice:
         current: the policy the log uses, replayed.
         best: the cheapest policy, replayed (``current`` when nothing is cheaper).
         ranked: every policy weighed, cheapest first.
-        wins_on: pauses ``(from, to]`` on which ``best`` serves a cached token more cheaply
-            than ``current`` (``to``: the break-even gap), or ``None``.
+        wins_on: pauses ``(from, to, level)`` on which ``best`` serves a cached token more
+            cheaply than ``current`` (``to``: the break-even gap; ``level``: ``conversation`` or
+            ``anchor``), or ``None``.
         losing: indices of the requests that cost more under ``best`` than under ``current``.
         per_day: money saved per day at the log's rate (USD), or ``None`` without a span.
         gaps: the conversations' pauses in the log (seconds), for reports.
+        visit_lines: each request's line in the proposed log.
+        template_gaps: the pauses between the template's requests (seconds).
     """
 
     current: Costed
     best: Costed
     ranked: list[Costed]
-    wins_on: tuple[float, float] | None
+    wins_on: tuple[float, float, str] | None
     losing: list[int]
     per_day: Decimal | None
     gaps: list[float]
+    visit_lines: list[int] = field(default_factory=list)
+    template_gaps: list[float] = field(default_factory=list)
 
     @property
     def saves(self) -> Decimal:
@@ -324,4 +348,5 @@ def choose(visits: Sequence[Visit], candidates: Sequence[Policy], current: Polic
             gaps.append(v.arrival - last[v.conversation])
         last[v.conversation] = v.arrival
     wins = winning_gaps(best.policy, current, prices) if best is not cur else None
-    return Choice(cur, best, ranked, wins, losing, per_day, gaps)
+    tgaps = [b.arrival - a.arrival for a, b in zip(visits, visits[1:])]
+    return Choice(cur, best, ranked, wins, losing, per_day, gaps, [v.line for v in visits], tgaps)

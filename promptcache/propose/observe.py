@@ -26,6 +26,8 @@ JSON_MEMO = 50_000
 #: Leading conversation parts weighed for a template's stable head, and distinct heads counted.
 HEAD_PARTS = 8
 HEAD_MEMO = 100_000
+#: Conversations remembered per head (enough to tell "most conversations" from "one").
+HEAD_CONVERSATIONS = 64
 
 
 def head_chain(req: Request, seed: object, n: int) -> list[int]:
@@ -70,6 +72,8 @@ class TemplateStats:
         automatic: requests with Anthropic's top-level (automatic) breakpoint only.
         tool_tail: requests whose newest turn holds only tool results.
         unmarked_tool_tail: those of them with breakpoints elsewhere but none on that turn.
+        unmarked_tail: requests with breakpoints elsewhere but none on their newest turn (what
+            the next turn re-sends stays uncached).
         continues: requests that re-send an earlier request's whole conversation and add to it.
         json_drift: conversation parts re-sent as the same JSON in another key order.
         shifted: requests whose conversation dropped messages from the front.
@@ -79,8 +83,10 @@ class TemplateStats:
         upstreams: who served the requests, where the log names it.
         spread: requests served by another upstream than their conversation's previous request.
         arrivals: requests with an arrival time.
-        heads: ``(parts, chained hash)`` of the leading conversation parts, counted (a head
-            most requests share, such as project notes before the question, is stable content).
+        heads: ``(parts, chained hash)`` of the leading conversation parts → the conversations
+            that open with them (at most :data:`HEAD_CONVERSATIONS` kept): a head most
+            conversations share, such as project notes before the question, is stable content.
+        conversations: conversations of the template (requests that continue none).
     """
 
     requests: int = 0
@@ -90,6 +96,7 @@ class TemplateStats:
     automatic: int = 0
     tool_tail: int = 0
     unmarked_tool_tail: int = 0
+    unmarked_tail: int = 0
     continues: int = 0
     json_drift: int = 0
     shifted: int = 0
@@ -99,14 +106,16 @@ class TemplateStats:
     upstreams: Counter = field(default_factory=Counter)
     spread: int = 0
     arrivals: int = 0
-    heads: Counter = field(default_factory=Counter)
+    heads: dict[tuple[int, int], set[int]] = field(default_factory=dict)
+    conversations: int = 0
 
     def stable_head(self) -> tuple[int, int] | None:
         """``(parts, chained hash)`` of the longest leading conversation head that at least half
-        of the requests (and two) share, or ``None``."""
+        of the template's conversations (and two) open with, or ``None``."""
         best = None
-        for (n, h), c in self.heads.items():
-            if c >= max(2, self.requests / 2) and (best is None or n > best[0]):
+        need = max(2, self.conversations / 2)
+        for (n, h), convs in self.heads.items():
+            if (len(convs) >= need or len(convs) >= HEAD_CONVERSATIONS) and (best is None or n > best[0]):
                 best = (n, h)
         return best
 
@@ -166,12 +175,14 @@ class Observer:
         msgs = messages(conv)
         if msgs:
             last = msgs[-1][1]
+            unmarked = bps and all(p.breakpoint is None for p in last)
+            st.unmarked_tail += bool(unmarked)
             if all(p.kind == "tool_result" for p in last):
                 st.tool_tail += 1
-                if bps and all(p.breakpoint is None for p in last):
-                    st.unmarked_tool_tail += 1
+                st.unmarked_tool_tail += bool(unmarked)
         link = self.conversations.link(r, key)
         st.continues += link.continues
+        st.conversations += not link.continues
         win = self.windows.observe(r, key)
         if win.dropped:
             st.shifted += 1
@@ -190,7 +201,9 @@ class Observer:
                     st.json_drift += 1
         if len(st.heads) < HEAD_MEMO:
             for n, h in enumerate(head_chain(r, key, HEAD_PARTS), 1):
-                st.heads[(n, h)] += 1
+                convs = st.heads.setdefault((n, h), set())
+                if len(convs) < HEAD_CONVERSATIONS:
+                    convs.add(link.conversation)
         if identity(r):
             st.identified += 1
         up = r.response.upstream if r.response is not None else None

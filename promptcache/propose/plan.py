@@ -340,6 +340,12 @@ def _breakpoints(plan: Plan, loss: tuple[int, int]) -> None:
             "mark-tool-results", "cache_control", f"{st.unmarked_tool_tail:,} requests end with a turn of tool "
             "results that carries no breakpoint", window + " (a turn of tool results is marked like any other)",
             "Nothing changes for the model; each tool round reads the previous one from the cache."))
+    elif plan.conversational and st.unmarked_tail >= CONVERSATIONAL * st.requests:
+        plan.breakpoints = "window"
+        plan.changes.append(Change(
+            "breakpoint-window", "cache_control", f"{st.unmarked_tail:,} requests of a conversation carry no "
+            "breakpoint on their newest turn, so the next turn reads none of the history", window,
+            "Nothing changes for the model; each turn reads the previous one from the cache."))
     elif shared and lost >= BREAKPOINT_LOSS * shared:
         plan.breakpoints = "window"
         plan.changes.append(Change(
