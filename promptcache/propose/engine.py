@@ -426,7 +426,7 @@ def _lifetime_rationale(choice: lt.Choice, breakpoints: bool) -> str:
         bits.append(f"It pays on pauses {where} from {_dur(lo)} to {_dur(hi)} (break-even gap {_dur(hi)}).")
     n = len(choice.losing)
     if n:
-        bits.append(f"{n} request(s) cost more under it than today.")
+        bits.append(f"{n} request{' costs' if n == 1 else 's cost'} more under it than today.")
     bits.append(f"Estimated {usd(choice.saves)} saved on this log"
                 + (f", {usd(choice.per_day)}/day." if choice.per_day is not None else "."))
     return " ".join(bits)

@@ -72,7 +72,8 @@ def _against_ideal(p: Any) -> str:
         out += f"; {p.attainable_tokens:,} within the provider's minimum and hit granularity"
     gap = [g for g in p.gap if g.tokens]
     if gap:
-        out += "; left: " + "; ".join(f"{g.tokens:,} tokens {g.description} ({g.requests:,} requests)" for g in gap[:3])
+        out += "; left: " + "; ".join(f"{g.tokens:,} tokens {g.description} ({g.requests:,} request"
+                                      f"{'' if g.requests == 1 else 's'})" for g in gap[:3])
     return out
 
 
@@ -94,7 +95,7 @@ def _lifetime_line(c: Any) -> str:
             where = "in a conversation" if level == "conversation" else "between the template's requests"
             out += f"; pays on pauses {where} from {duration(lo)} to {duration(hi)} (break-even gap {duration(hi)})"
         if c.losing:
-            out += f"; costs more on {len(c.losing):,} request(s)"
+            out += f"; costs more on {len(c.losing):,} request{'' if len(c.losing) == 1 else 's'}"
     for name, gaps in (("in conversations", c.gaps), ("between requests", c.template_gaps)):
         if gaps:
             g = sorted(gaps)
