@@ -45,7 +45,9 @@ class Conversations:
     """Links every request to the earlier request whose conversation it extends.
 
     A request continues request ``q`` when its conversation parts (role, kind and text, in order)
-    start with all of ``q``'s; the deepest such ``q`` wins, so a session's turns chain up.
+    start with all of ``q``'s, or with all of ``q``'s messages but its newest (the turn a
+    proposal may have appended a moved span to); the deepest such ``q`` wins, so a session's
+    turns chain up.
     """
 
     def __init__(self, limit: int = LIMIT):
@@ -63,9 +65,13 @@ class Conversations:
         """
         h = hash(seed)
         chain = []
-        for p in conversation(req):
+        conv_parts = conversation(req)
+        for p in conv_parts:
             h = hash((h, p.role, p.kind, p.text))
             chain.append(h)
+        newest = conv_parts[-1].message if conv_parts else None
+        before_newest = next((k for k in range(len(conv_parts) - 1, -1, -1)
+                              if conv_parts[k].message != newest or newest is None), None)
         found = None
         for k in range(len(chain) - 1, -1, -1):
             got = self.tips.get(chain[k])
@@ -82,6 +88,8 @@ class Conversations:
                 for key in list(self.tips)[: self.limit // 2]:
                     del self.tips[key]
             self.tips[chain[-1]] = (conv, req.arrival)
+            if before_newest is not None and before_newest < len(chain) - 1:
+                self.tips.setdefault(chain[before_newest], (conv, req.arrival))
         return Link(conv, prev, found is not None)
 
 

@@ -31,7 +31,7 @@ from ..simulate import Outcome
 from ..simulate.rules import load_providers
 from . import lifetime as lt
 from . import logio
-from .gap import GapPart, attainable, explain
+from .gap import GapPart, attainable, explain, remaining_findings
 from .logio import BODY_FORMATS, Item, Out, Parsers
 from .observe import Observer
 from .plan import Change, Plan, build
@@ -55,6 +55,7 @@ class Proposal:
         lines: lines of the proposed log that belong to the template.
         attainable_tokens: the ideal's cache reads after the plan within the provider's minimum
             and hit granularity (:func:`~.gap.attainable`).
+        findings_after: what the diagnosis still finds on the template's proposed requests.
     """
 
     plan: Plan
@@ -66,6 +67,7 @@ class Proposal:
     lifetime: lt.Choice | None = None
     lines: list[int] = field(default_factory=list)
     attainable_tokens: int = 0
+    findings_after: list[Any] = field(default_factory=list)
 
     @property
     def savings_usd(self) -> Decimal | None:
@@ -106,12 +108,19 @@ class ProposeResult:
 
 class _Trace:
     """Observer of the no-expiry audit of the proposed log: per template, its requests as
-    :class:`~.lifetime.Visit` items."""
+    :class:`~.lifetime.Visit` items.
+
+    A request's *conversation*, for the lifetime, is that of the earlier request whose prompt it
+    shares the most with (the ideal cache's ``diverged_from``) when it reads beyond the template's
+    anchor: the entries it reads there are the ones that request's conversation touches.
+    """
 
     def __init__(self, outs: dict[tuple[str, int], Out]):
         self.outs = outs
         self.visits: dict[tuple[str, ...], list[lt.Visit]] = {}
         self.prompt: dict[tuple[str, ...], tuple[str, str | None, int, float | None]] = {}
+        self.conv_of_index: dict[int, int] = {}
+        self.conv_of_source: dict[tuple[int, int], int] = {}
 
     def __call__(self, step: Step) -> None:
         o = step.outcome
@@ -136,8 +145,13 @@ class _Trace:
             ping_plain = n - ping_read
         a = min(cached, anchor_end)
         new_a = max(0, min(anchor_end, cached + write) - cached)
+        conv = o.index
+        if cached > a and o.diverged_from is not None:
+            conv = self.conv_of_index.get(o.diverged_from, o.index)
+        self.conv_of_index[o.index] = conv
+        self.conv_of_source[out.source] = conv
         self.visits.setdefault(out.template, []).append(lt.Visit(
-            out.arrival, out.conversation if out.conversation is not None else -o.index, a, cached - a, new_a,
+            out.arrival, conv, a, cached - a, new_a,
             write - new_a, n - cached - write, o.line, 0 if out.api == "anthropic" else 1, ping_read, ping_plain))
         self.prompt.setdefault(out.template, (o.provider, o.model, o.prompt_tokens, out.arrival))
 
@@ -175,10 +189,25 @@ def propose(paths: Sequence[str | Path], opts: AuditOptions | None = None, *, wr
     templates = obs.index.templates()
     items, skipped = logio.items(paths, opts.read)
     apis: dict[tuple[str, ...], str] = {}
+    rewritable: dict[tuple[str, ...], str | None] = {}
     for it in items:
-        if len(it.requests) == 1 and it.requests[0].parts:
-            apis.setdefault(obs.index.key_for(it.requests[0]), it.requests[0].api)
+        for r in it.requests:
+            if not r.parts:
+                continue
+            key = obs.index.key_for(r)
+            if it.fmt in BODY_FORMATS and len(it.requests) == 1:
+                apis.setdefault(key, r.api)
+                rewritable[key] = None
+            else:
+                rewritable.setdefault(key, it.fmt)
     plans = build(before, obs, templates, apis)
+    for key, fmt in rewritable.items():
+        if fmt is not None and key in plans:  # advice only: no record of the template can be rewritten
+            for c in plans[key].changes:
+                if c.applied:
+                    c.applied = False
+                    c.rationale += (f" Not applied: {fmt} records cannot be rewritten (the proposal rewrites "
+                                    f"{', '.join(BODY_FORMATS)} records); not simulated.")
     formats = sorted({it.fmt for it in items})
     if write is not None and len(formats) > 1:
         raise ConfigError(f"--write-proposed writes one log in one format, but the inputs hold {', '.join(formats)} "
@@ -197,6 +226,7 @@ def propose(paths: Sequence[str | Path], opts: AuditOptions | None = None, *, wr
             trace = _Trace({})
             job.audit(outs, AuditOptions(**{**opts.__dict__, "diagnose": False}), trace=trace, final=False)
             choices = _choose(plans, trace, book, before.span_seconds, lifetime)
+            job.conversations = trace.conv_of_source
         for _ in range(4):
             outs = job.rewrite()
             after, where = job.audit(outs, opts, progress=progress, final=True)
@@ -239,6 +269,8 @@ class _Job:
     rewriter: Rewriter | None = None
     final_outs: list[Out] = field(default_factory=list)
     where: dict[tuple[str, int], Out] = field(default_factory=dict)
+    #: per input record (file, line), its conversation for the lifetime (:class:`_Trace`)
+    conversations: dict[tuple[int, int], int] = field(default_factory=dict)
 
     def rewrite(self, *, instant: float | None = None) -> list[Out]:
         """Every record rewritten by its template's plan, keep-alive copies added, in the
@@ -268,7 +300,9 @@ class _Job:
             if it.fmt in BODY_FORMATS and len(reqs) == 1 and reqs[0].parts:
                 got = rw.rewrite(it.record, reqs[0])
                 key = rw.key_of(reqs[0])
-                outs.append(Out(got.record, key, got.link.conversation if got.link else None, reqs[0].arrival,
+                own = -1 - got.link.conversation if got.link else None  # apart from the trace's ids (>= 0)
+                conv = self.conversations.get((it.file, it.line), own)
+                outs.append(Out(got.record, key, conv, reqs[0].arrival,
                                 got.changed, source=(it.file, it.line), api=got.request.api, anchor=got.anchor))
                 continue
             if self.dest is not None and any((pl := self.plans.get(self.obs.index.key_for(r))) is not None
@@ -526,7 +560,7 @@ def _compare(before: AuditResult, after: AuditResult, obs: Observer, plans: dict
         b, a = b_of.get(key, []), a_of.get(key, [])
         out.append(Proposal(plan, len(b), unmatched.get(plan.template.id, 0), price(b, before.rules, job.book)[0],
                             price(a, after.rules, job.book)[0], explain(a), choices.get(key), lines_of.get(key, []),
-                            attainable(a, after.rules)))
+                            attainable(a, after.rules), remaining_findings(after.findings, {o.index for o in a})))
     out.sort(key=lambda p: p.savings_usd if p.savings_usd is not None else Decimal(0), reverse=True)
     return out
 

@@ -1,16 +1,18 @@
 """What is left between a template's simulated cache reads after its plan and the ideal after
 its plan, by cause.
 
-This is the one place that explains the remaining gap, from what the simulation says of each
-request today: the tokens the ideal cache shares that the simulated rules do not read
-(``shared_prefix_tokens - cached_tokens``), grouped by the outcome's miss reason. The diagnosis's
-exact loss accounting per cause is meant to replace :func:`explain` (same inputs, same shape).
+This is the one place that explains the remaining gap, from what the simulation and the
+diagnosis say of the proposed log today: the tokens the ideal cache shares that the simulated
+rules do not read (``shared_prefix_tokens - cached_tokens``), grouped by the outcome's miss
+reason (:func:`explain`), and the findings the diagnosis still makes on the template's proposed
+requests (:func:`remaining_findings`). The diagnosis's exact loss accounting per cause is meant
+to replace both (same inputs, same shape).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from ..simulate import Outcome
 from ..simulate.rules import CacheRules
@@ -84,3 +86,10 @@ def attainable(outcomes: Iterable[Outcome], rules: Mapping[str, CacheRules]) -> 
             shared = (min(shared, max(0, o.prompt_tokens - r.max_hit_offset)) // g) * g
         total += shared if shared >= r.min_tokens else 0
     return total
+
+
+def remaining_findings(findings: Iterable[Any], indices: set[int]) -> list[Any]:
+    """The diagnosis's findings on the proposed log whose first affected request is one of the
+    template's (``indices``: arrival indices in the proposed log's audit), largest loss first
+    (as the diagnosis ranks them)."""
+    return [f for f in findings if f.first_request in indices]

@@ -19,7 +19,7 @@ from ..pipeline import Step
 from ..simulate.rules import CacheRules
 from .conversations import Conversations, Windows, conversation, messages
 from .edits import sort_keys_deep
-from .templates import TemplateIndex, region
+from .templates import TemplateIndex
 
 #: Distinct JSON parts whose canonical form is remembered per template (key-order drift).
 JSON_MEMO = 50_000
@@ -28,6 +28,8 @@ HEAD_PARTS = 8
 HEAD_MEMO = 100_000
 #: Conversations remembered per head (enough to tell "most conversations" from "one").
 HEAD_CONVERSATIONS = 64
+#: Conversations whose last upstream is remembered (the older half is dropped when full).
+UPSTREAMS = 100_000
 
 
 def head_chain(req: Request, seed: object, n: int) -> list[int]:
@@ -212,11 +214,10 @@ class Observer:
             prev = self._last_upstream.get(link.conversation)
             if link.continues and prev is not None and prev != up:
                 st.spread += 1
+            if len(self._last_upstream) >= UPSTREAMS:
+                for k in list(self._last_upstream)[: UPSTREAMS // 2]:
+                    del self._last_upstream[k]
             self._last_upstream[link.conversation] = up
-
-    def region_len(self, req: Request) -> int:
-        """Parts of ``req`` in its template region."""
-        return len(region(req))
 
 
 def most_common(c: Counter) -> Any:

@@ -137,7 +137,8 @@ def proposals_record(res: Any) -> list[dict[str, Any]]:
     requests included), ``savings_usd`` and ``savings_usd_per_day``, ``after_ideal_share``
     (simulated cached tokens after the plan over the ideal's after it), ``attainable_tokens``
     (the ideal's within the provider's minimum and hit granularity), ``gap`` (what remains, by
-    cause) and ``lifetime`` (:func:`lifetime_record`, or ``None``).
+    cause), ``lifetime`` (:func:`lifetime_record`, or ``None``) and ``remaining_findings`` (what
+    the diagnosis still finds on the template's proposed requests).
     """
     span = res.before.span_seconds
     out = []
@@ -158,6 +159,9 @@ def proposals_record(res: Any) -> list[dict[str, Any]]:
             "gap": [{"reason": g.reason, "description": g.description, "tokens": g.tokens, "requests": g.requests}
                     for g in p.gap],
             "lifetime": lifetime_record(p.lifetime),
+            "remaining_findings": [{"rule": f.rule.id, "message": f.message, "requests": f.requests,
+                                    "tokens_lost": f.tokens_lost, "cost_usd_lost": money(f.cost_usd_lost)}
+                                   for f in p.findings_after],
         })
     return out
 

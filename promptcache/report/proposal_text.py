@@ -45,6 +45,10 @@ def render_proposals(res: ProposeResult, console: Console, *, show_text: bool = 
             line += f": saves {usd(p.savings_usd)}{per_day(p.savings_usd, span)}"
         console.print(line, highlight=False)
         console.print(_against_ideal(p), markup=False, highlight=False)
+        if p.findings_after:
+            console.print("  the diagnosis of the proposed log still finds: " + "; ".join(
+                f"{f.rule.id} ({f.tokens_lost:,} tokens in {f.requests:,} request{'' if f.requests == 1 else 's'})"
+                for f in p.findings_after[:3]), markup=False, highlight=False)
         if p.lifetime is not None:
             console.print(_lifetime_line(p.lifetime), markup=False, highlight=False)
     others = {tid: c for tid, c in res.lifetimes.items()
