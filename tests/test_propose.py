@@ -220,3 +220,21 @@ def test_a_proposal_that_costs_more_is_withdrawn(tmp_path):
         assert all("Withdrawn: re-simulated on this traffic it cost $" in c.rationale for c in p.plan.changes)
     assert res.after.scenarios["simulated"].cost == res.before.scenarios["simulated"].cost
     assert [json.loads(x) for x in dest.read_text().splitlines()] == [json.loads(x) for x in lines]
+
+
+def test_written_log_of_two_inputs_audits_to_the_after(tmp_path):
+    """Two inputs of one format: the proposed log is one file, in the audit's order (arrival,
+    then file), gzipped for .gz, and its audit is the proposal's after."""
+    other = _second_app(tmp_path / "ledger.jsonl")
+    dest = tmp_path / "both.jsonl.gz"
+    res = propose([SAMPLES / "support_bot.jsonl", other], AuditOptions(), write=dest)
+    again = audit([dest], AuditOptions())
+    for name in ("no_cache", "simulated", "ideal"):
+        a, b = res.after.scenarios[name], again.scenarios[name]
+        assert (a.requests, a.prompt_tokens, a.cached_tokens, a.cost) == (b.requests, b.prompt_tokens, b.cached_tokens, b.cost)
+    import gzip
+
+    from promptcache.ingest.fields import parse_time
+
+    times = [parse_time(json.loads(x)["timestamp"]) for x in gzip.decompress(dest.read_bytes()).decode().splitlines()]
+    assert len(times) == res.after.scenarios["no_cache"].requests and times == sorted(times)

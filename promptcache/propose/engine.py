@@ -17,7 +17,7 @@ The proposed log that ``--write-proposed`` writes is the file step 4 audits, byt
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -221,10 +221,14 @@ def propose(paths: Sequence[str | Path], opts: AuditOptions | None = None, *, wr
         job = _Job(paths, opts, book, obs, plans, items, Path(scratch), unread, write)
         choices: dict[tuple[str, ...], lt.Choice] = {}
         if _lifetime_relevant(plans):
+            # the proposed requests at one instant: no pause lets an entry expire, whatever the
+            # provider's lifetimes; Out.arrival keeps the logged time for the optimiser
             first = min((it.order[0] for it in items if it.order[0] > float("-inf")), default=None)
-            outs = job.rewrite(instant=first)
-            trace = _Trace({})
-            job.audit(outs, AuditOptions(**{**opts.__dict__, "diagnose": False}), trace=trace, final=False)
+            outs = job.rewrite()
+            trace = _Trace({(r.source.path, r.source.line): o for o in outs for r in o.requests})
+            reqs = [r if r.arrival is None else replace(r, arrival=first) for o in outs for r in o.requests]
+            run(Pipeline.from_requests(reqs, AuditOptions(**{**opts.__dict__, "diagnose": False})),
+                observers=[trace], book=book)
             choices = _choose(plans, trace, book, before.span_seconds, lifetime)
             job.conversations = trace.conv_of_source
         for _ in range(4):
@@ -272,10 +276,9 @@ class _Job:
     #: per input record (file, line), its conversation for the lifetime (:class:`_Trace`)
     conversations: dict[tuple[int, int], int] = field(default_factory=dict)
 
-    def rewrite(self, *, instant: float | None = None) -> list[Out]:
+    def rewrite(self) -> list[Out]:
         """Every record rewritten by its template's plan, keep-alive copies added, in the
-        audit's order (``instant``: every request at that time, for the simulation in which
-        nothing expires; ``Out.arrival`` keeps the logged time).
+        audit's order.
 
         Raises:
             ConfigError: when writing, for records of a plan that cannot be rewritten.
@@ -292,7 +295,7 @@ class _Job:
                 return None
             return got[0] if len(got) == 1 else None
 
-        rw = Rewriter(self.plans, self.obs.index, reparse, instant=instant)
+        rw = Rewriter(self.plans, self.obs.index, reparse)
         self.rewriter = rw
         outs: list[Out] = []
         for it in self.items:
@@ -302,8 +305,8 @@ class _Job:
                 key = rw.key_of(reqs[0])
                 own = -1 - got.link.conversation if got.link else None  # apart from the trace's ids (>= 0)
                 conv = self.conversations.get((it.file, it.line), own)
-                outs.append(Out(got.record, key, conv, reqs[0].arrival,
-                                got.changed, source=(it.file, it.line), api=got.request.api, anchor=got.anchor))
+                outs.append(Out(got.record, key, conv, reqs[0].arrival, got.changed, source=(it.file, it.line),
+                                api=got.request.api, anchor=got.anchor, requests=[got.request]))
                 continue
             if self.dest is not None and any((pl := self.plans.get(self.obs.index.key_for(r))) is not None
                                              and pl.applies for r in reqs if r.parts):
@@ -311,7 +314,7 @@ class _Job:
                                   f"it rewrites {', '.join(BODY_FORMATS)} logs")
             key = self.obs.index.key_for(reqs[0]) if len(reqs) == 1 and reqs[0].parts else None
             outs.append(Out(it.record, key, None, reqs[0].arrival if reqs else None, False, source=(it.file, it.line),
-                            api=reqs[0].api if reqs else ""))
+                            api=reqs[0].api if reqs else "", requests=list(reqs)))
         return _with_keepalive(outs, self.plans)
 
     def audit(self, outs: list[Out], opts: AuditOptions, *, trace: Any = None, progress: Any = None,

@@ -90,6 +90,6 @@ def attainable(outcomes: Iterable[Outcome], rules: Mapping[str, CacheRules]) -> 
 
 def remaining_findings(findings: Iterable[Any], indices: set[int]) -> list[Any]:
     """The diagnosis's findings on the proposed log whose first affected request is one of the
-    template's (``indices``: arrival indices in the proposed log's audit), largest loss first
-    (as the diagnosis ranks them)."""
-    return [f for f in findings if f.first_request in indices]
+    template's (``indices``: arrival indices in the proposed log's audit) and that lose tokens,
+    largest loss first (as the diagnosis ranks them)."""
+    return [f for f in findings if f.first_request in indices and f.tokens_lost > 0]

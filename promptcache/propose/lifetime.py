@@ -55,7 +55,7 @@ class Visit:
         new_session: tokens it writes beyond the anchor.
         plain: prompt tokens billed as plain input whatever the lifetime (after the last
             breakpoint; everything uncached where writes are not billed).
-        line: its line in the proposed log.
+        line: its line in the input log.
         output_price_tokens: output tokens a keep-alive copy of it costs (0 with ``max_tokens``
             0; 1 where the API needs one).
         ping_read: tokens a keep-alive copy of it reads (everything it caches: through its last
@@ -311,7 +311,7 @@ class Choice:
         losing: indices of the requests that cost more under ``best`` than under ``current``.
         per_day: money saved per day at the log's rate (USD), or ``None`` without a span.
         gaps: the conversations' pauses in the log (seconds), for reports.
-        visit_lines: each request's line in the proposed log.
+        visit_lines: each request's line in the input log.
         template_gaps: the pauses between the template's requests (seconds).
     """
 

@@ -63,6 +63,7 @@ class Out:
         source: ``(file index, line)`` of the input record it comes from.
         api: its request shape.
         anchor: path of the last part of its template's stable content, or ``None``.
+        requests: the requests it holds, as the proposed record holds them.
     """
 
     record: Any
@@ -74,6 +75,7 @@ class Out:
     source: tuple[int, int] = (0, 0)
     api: str = ""
     anchor: str | None = None
+    requests: list[Request] = field(default_factory=list)
 
 
 @dataclass

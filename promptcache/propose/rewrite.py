@@ -29,7 +29,7 @@ from .breakpoints import place
 from .conversations import Conversations, Link, Windows, conversation, messages
 from .history import Batches
 from .identity import conversation_identity, derived_key
-from .logio import body_of, drop_usage, set_arrival
+from .logio import body_of, drop_usage
 from .plan import Plan
 from .spans import take
 from .templates import TemplateIndex, line_span, region, sort_lines
@@ -70,9 +70,6 @@ class Rewriter:
     index: TemplateIndex
     reparse: Callable[[Any, Request], Request | None]
     unmatched: dict[str, int] = field(default_factory=dict)
-    #: put every request at this instant (the lifetime optimiser's simulation, in which no
-    #: pause lets an entry expire, whatever the provider's lifetimes); ``None``: as logged
-    instant: float | None = None
 
     def __post_init__(self) -> None:
         self.conversations = Conversations()
@@ -95,12 +92,6 @@ class Rewriter:
         if plan is None or not plan.applies:
             reg = region(req)
             anchor = reg[-1].path if reg else None
-            if self.instant is not None:
-                new = copy_record(rec)
-                located = body_of(new)
-                if located is not None and set_arrival(new, located[0], self.instant):
-                    located[1]()
-                    return Rewritten(new, True, req, self.conversations.link(req, key), anchor)
             return Rewritten(rec, False, req, self.conversations.link(req, key), anchor)
         new = copy_record(rec)
         located = body_of(new)
@@ -128,9 +119,6 @@ class Rewriter:
                 drop_usage(new)
                 changed = True
                 final = self.reparse(new, req) or final
-        if self.instant is not None and set_arrival(new, body, self.instant):
-            put_back()
-            changed = True
         at = self._anchor(plan, final)
         return Rewritten(new if changed else rec, changed, final, self.conversations.link(final, key),
                          final.parts[at].path if at is not None else None)

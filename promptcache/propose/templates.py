@@ -40,11 +40,11 @@ VOLATILE = {"timestamp-in-prefix": "timestamp", "date-in-prefix": "date", "uuid-
 
 
 def region(req: Request) -> list[Part]:
-    """The template region of a request: tools, leading system/developer parts, parameters."""
+    """The template region of a request: tools, leading system/developer parts, parameters (the
+    leading run of parts that are one of those)."""
     out = []
     for p in req.parts:
-        if p.kind in ("tool", "param") or (p.kind == "system" and p.message is None) or \
-                (p.kind == "system" and all(q.kind in ("system", "tool") for q in req.parts[:req.parts.index(p)])):
+        if p.kind in ("tool", "param", "system"):
             out.append(p)
         else:
             break
@@ -118,11 +118,14 @@ class PartTemplate:
     kind: str
     statics: list[str]
     slots: list[Slot]
+    _pattern: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
 
     def pattern(self) -> re.Pattern[str]:
-        """A regex that matches this part's texts, one group per slot."""
-        body = "(.*?)".join(re.escape(s) for s in self.statics)
-        return re.compile(f"^{body}$", re.DOTALL)
+        """A regex that matches this part's texts, one group per slot (compiled once)."""
+        if self._pattern is None:
+            body = "(.*?)".join(re.escape(s) for s in self.statics)
+            self._pattern = re.compile(f"^{body}$", re.DOTALL)
+        return self._pattern
 
     def skeleton_spans(self) -> tuple[str, list[tuple[int, int]]]:
         """The template text with ``{slot}`` placeholders, and each placeholder's span."""

@@ -172,7 +172,7 @@ def lifetime_record(choice: Any) -> dict[str, Any] | None:
     (the five cheapest), ``saves_usd``, ``saves_usd_per_day``, ``wins_on_seconds`` (the pauses
     ``[from, to]`` on which the best policy serves a cached token more cheaply),
     ``wins_at`` (``conversation`` or ``anchor``: which entries it keeps alive), ``break_even_gap_seconds``
-    (``to``), ``losing_requests`` and ``losing_lines`` (the first 20 lines of the proposed log
+    (``to``), ``losing_requests`` and ``losing_lines`` (the first 20 lines of the input log
     where it costs more), ``gaps_seconds`` and ``template_gaps_seconds`` (``min``, ``median``,
     ``max`` of the pauses in conversations and between the template's requests), or ``None``."""
     if choice is None:
