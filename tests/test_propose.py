@@ -236,5 +236,6 @@ def test_written_log_of_two_inputs_audits_to_the_after(tmp_path):
 
     from promptcache.ingest.fields import parse_time
 
-    times = [parse_time(json.loads(x)["timestamp"]) for x in gzip.decompress(dest.read_bytes()).decode().splitlines()]
+    recs = [json.loads(x) for x in gzip.decompress(dest.read_bytes()).decode().splitlines()]
+    times = [parse_time(r.get("timestamp", r.get("created_at"))) for r in recs]
     assert len(times) == res.after.scenarios["no_cache"].requests and times == sorted(times)
