@@ -233,7 +233,7 @@ def propose(paths: Sequence[str | Path], opts: AuditOptions | None = None, *, wr
             job.conversations = trace.conv_of_source
         for _ in range(4):
             outs = job.rewrite()
-            after, where = job.audit(outs, opts, progress=progress, final=True)
+            after, where = job.audit(outs, opts, progress=progress)
             proposals = _compare(before, after, obs, plans, job, where, choices)
             losing = [p for p in proposals if p.plan.applies and p.savings_usd is not None and p.savings_usd < 0]
             idle = [p for p in proposals if _no_effect(p)]
@@ -271,7 +271,6 @@ class _Job:
     dest: str | Path | None
     written: str | None = None
     rewriter: Rewriter | None = None
-    final_outs: list[Out] = field(default_factory=list)
     where: dict[tuple[str, int], Out] = field(default_factory=dict)
     #: per input record (file, line), its conversation for the lifetime (:class:`_Trace`)
     conversations: dict[tuple[int, int], int] = field(default_factory=dict)
@@ -284,13 +283,13 @@ class _Job:
             ConfigError: when writing, for records of a plan that cannot be rewritten.
         """
         parsers = Parsers()
+        fmt = [""]
 
         def reparse(rec: Any, req: Request) -> Request | None:
             # a copy: the readers' memos keep the objects they parse, and the rewriter edits
             # this record further (breakpoints) after reading it back
             try:
-                got = parsers.parse(logio.copy_record(rec), req.format if req.format in BODY_FORMATS else _fmt_of(rec), req.source.path,
-                                    req.source.line, self.opts.read)
+                got = parsers.parse(logio.copy_record(rec), fmt[0], req.source.path, req.source.line, self.opts.read)
             except (BadRecord, KeyError):
                 return None
             return got[0] if len(got) == 1 else None
@@ -301,6 +300,7 @@ class _Job:
         for it in self.items:
             reqs = it.requests
             if it.fmt in BODY_FORMATS and len(reqs) == 1 and reqs[0].parts:
+                fmt[0] = it.fmt
                 got = rw.rewrite(it.record, reqs[0])
                 key = rw.key_of(reqs[0])
                 own = -1 - got.link.conversation if got.link else None  # apart from the trace's ids (>= 0)
@@ -317,19 +317,19 @@ class _Job:
                             api=reqs[0].api if reqs else "", requests=list(reqs)))
         return _with_keepalive(outs, self.plans)
 
-    def audit(self, outs: list[Out], opts: AuditOptions, *, trace: Any = None, progress: Any = None,
-              final: bool) -> tuple[AuditResult, dict[tuple[str, int], Out]]:
-        """Write the proposed log and audit it: ``(audit, (path, line) → record)``."""
+    def audit(self, outs: list[Out], opts: AuditOptions, *,
+              progress: Callable[[int], None] | None = None) -> tuple[AuditResult, dict[tuple[str, int], Out]]:
+        """Write the proposed log (to ``dest`` when writing, one file per format otherwise) and
+        audit it: ``(audit, (path, line) → record)``."""
+        fmt_of = {(it.file, it.line): it.fmt for it in self.items}
         by_fmt: dict[str, list[Out]] = {}
-        fmt_of = {id(it.record): it.fmt for it in self.items}
-        fmt_by_source = {(it.file, it.line): it.fmt for it in self.items}
         for o in outs:
-            by_fmt.setdefault(fmt_by_source.get(o.source) or fmt_of.get(id(o.record), ""), []).append(o)
+            by_fmt.setdefault(fmt_of.get(o.source, ""), []).append(o)
         files: list[str] = []
         where: dict[tuple[str, int], Out] = {}
         for k, (fmt, group) in enumerate(sorted(by_fmt.items())):
             data = logio.encode([o.record for o in group])
-            if final and self.dest is not None:
+            if self.dest is not None:
                 path = logio.write(self.dest, data)
                 self.written = path
             else:
@@ -337,14 +337,8 @@ class _Job:
             files.append(path)
             for line, o in enumerate(group, 1):
                 where[(path, line)] = o
-        if final:
-            self.final_outs = [o for _, group in sorted(by_fmt.items()) for o in group]
-        if trace is not None:
-            trace.outs = where
-        if final:
-            self.where = where
-        res = run(Pipeline(files + self.unread, opts), progress=progress,
-                  observers=[trace] if trace is not None else [], book=self.book)
+        self.where = where
+        res = run(Pipeline(files + self.unread, opts), progress=progress, book=self.book)
         return res, where
 
 
@@ -355,12 +349,6 @@ def _no_effect(p: Proposal) -> bool:
         return False
     b, a = p.before["simulated"], p.after["simulated"]
     return b.cost == a.cost and b.cached_tokens == a.cached_tokens and b.prompt_tokens == a.prompt_tokens
-
-
-def _fmt_of(rec: Any) -> str:
-    from ..ingest import detect
-
-    return detect(rec) or ""
 
 
 def _lifetime_relevant(plans: dict[tuple[str, ...], Plan]) -> bool:

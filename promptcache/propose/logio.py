@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 import orjson
 
@@ -263,9 +263,3 @@ def write(dest: str | Path, data: bytes) -> str:
         data = gzip.compress(data, mtime=0)
     write_atomic(dest, data)
     return str(dest)
-
-
-def iter_lines(outs: Sequence[Out]) -> Iterator[tuple[int, Out]]:
-    """``(line, out)`` of the proposed log, lines from 1."""
-    for i, o in enumerate(outs, 1):
-        yield i, o

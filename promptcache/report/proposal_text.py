@@ -4,7 +4,6 @@ lifetime."""
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Any
 
 from rich.console import Console
