@@ -219,11 +219,15 @@ def _content(plan: Plan, obs: Observer, key: tuple[str, ...]) -> None:
         target[part.path] = [s.index for s in moving]
         names = ", ".join(sorted({s.name for s in moving}))
         only = any(s.optional for s in moving)
+        tool = part.kind == "tool"
         plan.changes.append(Change(
             "move-slots", part.path, _short(part.skeleton()),
-            f"the {names} line(s) taken out; the newest user turn ends with them",
-            f"The model reads {names} at the end of the newest user message instead of in `{part.path}`; "
-            "everything before it stays identical across requests and is read from the cache."
+            f"without the {names} span (the value with its label, within its line); the newest user turn ends "
+            "with it" + (", labelled with the tool's name" if tool else ""),
+            f"The model reads {names} at the end of the newest user message instead of in `{part.path}`"
+            + (" (after the tool's name in brackets, so it knows which tool the sentence belongs to; better "
+               "still, make the value deterministic)" if tool else "")
+            + "; everything before it stays identical across requests and is read from the cache."
             + (" Requests that do not render it are left as they are." if only else "")))
     orders, sets = obs.tool_orders.get(key, set()), obs.tool_sets.get(key, set())
     if len(orders) > 1 and len(sets) == 1:
