@@ -61,9 +61,9 @@ def test_replay_by_hand():
     assert hour.total == Decimal(15840) / M  # 9,030 + 3,480 + 3,330: the 2x writes cost more than B1 saves
     choice = lt.choose(v, [HOUR], FIVE, SONNET, 1000)
     assert choice.best is choice.current and choice.saves == 0 and choice.losing == []
-    ka = lt.cost(v, FIVE.with_pings(1), SONNET)  # one keep-alive after each request, at 270 s
-    # A1's ping is cancelled by A2 (100 s); A2's ping at 370 s keeps the anchor alive for B1? No:
-    # 1,000 - 370 = 630 s > 300 s. B1 still writes the anchor; the two pings cost 2,000 reads.
+    ka = lt.cost(v, FIVE.with_pings(1), SONNET)  # one keep-alive after each request, 270 s later
+    # A2 comes before A1's keep-alive is due; A2's (at 370 s) re-reads its 2,000 tokens, but B1
+    # comes 630 s after it and still writes the anchor; B1's own (1,270 s) re-reads its 1,500.
     assert ka.pings == 2 and ka.total == five.total + (2000 * p_rd + 10 * p_in) + (1500 * p_rd + 10 * p_in)
 
 
