@@ -90,12 +90,14 @@ def test_templates_name_their_slots(proposed):
     assert [s.name for part in res.proposals[0].plan.template.parts for s in part.slots] == ["user_data"] * 3
 
 
-def test_moved_sentences_open_the_newest_user_turn(proposed):
+def test_moved_sentences_close_the_newest_user_turn(proposed):
+    """The user's details leave the system prompt and end the newest user message, after a
+    blank line: the message's own text, which the next turn re-sends, stays a prefix of it."""
     _, dest = proposed["support_bot"]
     first = json.loads(dest.read_text().splitlines()[0])
     system, user = first["messages"][0]["content"], first["messages"][1]["content"]
     assert "speaking with" not in system and system.startswith("You are Aria, the support assistant of Northwind Bank.")
-    assert re.match(r"You are speaking with [A-Z]\w+ [A-Z]\w+ \(customer id C-\d+, e-mail \S+@example\.com\)\.\n\n", user)
+    assert re.search(r"\n\nYou are speaking with [A-Z]\w+ [A-Z]\w+ \(customer id C-\d+, e-mail \S+@example\.com\)\.$", user)
     assert "usage" not in json.dumps(first)
 
 
@@ -164,31 +166,52 @@ def test_write_proposed_refuses_mixed_formats(tmp_path):
     assert not dest.exists()
 
 
-def test_a_proposal_that_costs_more_is_withdrawn(tmp_path):
-    """Anthropic sessions with the time in the system prompt, and no cache_control: moving the
-    time into the newest user turn keeps each request's own content, so under breakpoint rules
-    (automatic caching added) every request rewrites history the next one would read, and
-    writes cost more than plain input. Re-simulated, that plan costs more than it saves: it is
-    withdrawn, and the proposed log is the log as it was."""
+def _anthropic_time_log(path, gap=60, sessions=4, turns=6):
+    """Anthropic sessions with the time in the system prompt, and no cache_control."""
     import random
 
     rng = random.Random(5)
     words = [f"w{i}" for i in range(400)]
     system = "You are a coding agent. " + " ".join(rng.choices(words, k=900))
-    sessions = []
-    for sid in range(4):
+    out = []
+    for sid in range(sessions):
         hist, recs = [], []
-        for t in range(6):
+        for t in range(turns):
             hist.append({"role": "user", "content": " ".join(rng.choices(words, k=80))})
-            recs.append({"timestamp": 1793000000 + sid * 7 + t * 60,
+            recs.append({"timestamp": 1793000000 + sid * 7 + t * gap,
                          "request": {"model": "claude-sonnet-4-5", "max_tokens": 1024,
                                      "system": f"Current time: 2026-11-02T10:{t:02d}:{sid * 7:02d}Z.\n" + system,
                                      "messages": json.loads(json.dumps(hist))}})
             hist.append({"role": "assistant", "content": " ".join(rng.choices(words, k=80))})
-        sessions.append(recs)
-    lines = [json.dumps(r) for turn in zip(*sessions) for r in turn]
+        out.append(recs)
+    lines = [json.dumps(r) for turn in zip(*out) for r in turn]
+    path.write_text("\n".join(lines) + "\n")
+    return lines
+
+
+def test_moving_the_time_without_a_breakpoint_is_completed_by_one(tmp_path):
+    """Issue 21's opening case: an Anthropic app with the time in its system prompt and no
+    cache_control. Moving the time alone saves nothing (Anthropic caches only at breakpoints);
+    the plan adds them (an anchor after the system prompt, a marker on each turn's newest stable
+    block), and re-simulated together the plan saves money and reaches the ideal after it."""
     log = tmp_path / "anthropic_time.jsonl"
-    log.write_text("\n".join(lines) + "\n")
+    _anthropic_time_log(log)
+    res = propose([log], AuditOptions())
+    (p,) = res.proposals
+    kinds = [c.kind for c in p.plan.changes if c.applied]
+    assert kinds[:2] == ["move-slots", "add-breakpoints"]
+    assert p.savings_usd > 0
+    assert p.after["simulated"].cached_tokens >= 0.95 * p.after["ideal"].cached_tokens
+    assert res.before.scenarios["simulated"].cached_tokens == 0
+
+
+def test_a_proposal_that_costs_more_is_withdrawn(tmp_path):
+    """A request every two days: a breakpoint would write the system prompt at 1.25x the input
+    price and no later request could read it (no TTL or keep-alive bridges two days).
+    Re-simulated, the plan costs more than it saves: it is withdrawn, and the proposed log is
+    the log as it was."""
+    log = tmp_path / "rare.jsonl"
+    lines = _anthropic_time_log(log, gap=2 * 86400, sessions=1, turns=4)
     dest = tmp_path / "proposed.jsonl"
     res = propose([log], AuditOptions(), write=dest)
     assert res.proposals
@@ -197,3 +220,22 @@ def test_a_proposal_that_costs_more_is_withdrawn(tmp_path):
         assert all("Withdrawn: re-simulated on this traffic it cost $" in c.rationale for c in p.plan.changes)
     assert res.after.scenarios["simulated"].cost == res.before.scenarios["simulated"].cost
     assert [json.loads(x) for x in dest.read_text().splitlines()] == [json.loads(x) for x in lines]
+
+
+def test_written_log_of_two_inputs_audits_to_the_after(tmp_path):
+    """Two inputs of one format: the proposed log is one file, in the audit's order (arrival,
+    then file), gzipped for .gz, and its audit is the proposal's after."""
+    other = _second_app(tmp_path / "ledger.jsonl")
+    dest = tmp_path / "both.jsonl.gz"
+    res = propose([SAMPLES / "support_bot.jsonl", other], AuditOptions(), write=dest)
+    again = audit([dest], AuditOptions())
+    for name in ("no_cache", "simulated", "ideal"):
+        a, b = res.after.scenarios[name], again.scenarios[name]
+        assert (a.requests, a.prompt_tokens, a.cached_tokens, a.cost) == (b.requests, b.prompt_tokens, b.cached_tokens, b.cost)
+    import gzip
+
+    from promptcache.ingest.fields import parse_time
+
+    recs = [json.loads(x) for x in gzip.decompress(dest.read_bytes()).decode().splitlines()]
+    times = [parse_time(r.get("timestamp", r.get("created_at"))) for r in recs]
+    assert len(times) == res.after.scenarios["no_cache"].requests and times == sorted(times)

@@ -1,105 +1,73 @@
-"""Proposals: turn findings into concrete, priced changes to the templates behind the traffic.
+"""Proposals: turn what breaks the cache into concrete, priced plans for the templates behind the
+traffic, applied to every logged request and re-simulated together.
 
-Two passes over the logs:
+1. audit the log as it is while inferring its templates (:mod:`.templates`, :mod:`.observe`);
+2. plan each template: every change it needs (:mod:`.plan`);
+3. rewrite every record of the template (:mod:`.rewrite`) into the proposed log (:mod:`.logio`)
+   and audit that log without expiry; choose each template's cheapest cache lifetime on those
+   figures and the log's own arrival times (:mod:`.lifetime`);
+4. rewrite again with the lifetime policies (keep-alive requests included) and audit the
+   proposed log as it will be written: its figures are the proposal's "after";
+5. withdraw what costs more than it saves (the lifetime policy first, then the whole plan) and
+   simulate again, until nothing loses.
 
-1. audit (simulation and diagnosis) while inferring templates (:mod:`.templates`);
-2. rewrite every request of a template with its changes, on the logged record itself
-   (:mod:`.edits`), parse it again and re-simulate, so the proposed log that
-   ``--write-proposed`` writes is exactly what is priced.
-
-Changes never delete content; they re-order it (and each says what changes for the model):
-
-- ``move-slots``: the sentences holding volatile values (time, ids, the user's details,
-  environment) leave the template region and open the newest user turn;
-- ``sort-tools`` and ``canonical-json``: one tool order (by name), one key order;
-- ``sort-documents``: retrieved documents in a stable order;
-- ``ttl-1h`` and ``automatic-caching``: Anthropic breakpoint TTL and placement;
-- ``cache-key``: one ``prompt_cache_key`` per template;
-- advice only (not applied, never priced): append-only history where it was truncated.
+The proposed log that ``--write-proposed`` writes is the file step 4 audits, byte for byte.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import tempfile
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
-import orjson
-
-from ..pipeline import AuditOptions, AuditResult, Pipeline, ScenarioTotals, Step, price, run
-from ..content import extract_sentences, sentence_span, stable_documents
 from ..errors import BadRecord, ConfigError
-from ..ingest import PARSERS, detect
-from ..ingest.common import unwrap
-from ..ingest.jsonio import iter_records
-from ..model import Request, Source
+from ..model import Request
+from ..pipeline import AuditOptions, AuditResult, Pipeline, ScenarioTotals, Step, price, run
 from ..pricing import PriceBook
 from ..report.numbers import usd
-from .edits import get_text, set_text, set_ttl, sort_keys_deep, tool_name
-from .templates import Template, TemplateIndex, region
+from ..simulate import Outcome
+from ..simulate.rules import load_providers
+from . import lifetime as lt
+from . import logio
+from .gap import GapPart, attainable, explain, remaining_findings
+from .logio import BODY_FORMATS, Item, Out, Parsers
+from .observe import Observer
+from .plan import Change, Plan, build
+from .rewrite import Rewriter
 
-#: A slot that changes between more than this share of consecutive requests moves out of the
-#: template region even when its values look like no known volatile kind.
-CHANGE_RATE = 0.05
-BODY_FORMATS = ("openai-chat", "openai-responses", "anthropic", "gemini", "litellm", "helicone")
-
-
-@dataclass
-class Change:
-    """One proposed change to a template.
-
-    Attributes:
-        kind: ``move-slots``, ``sort-tools``, ``canonical-json``, ``sort-documents``, ``ttl-1h``,
-            ``automatic-caching``, ``cache-key`` or ``append-only-history``.
-        where: the part path(s) it touches.
-        before, after: what the template looks like without and with it.
-        rationale: what changes for the model, and why it pays.
-        applied: False for advice that is not simulated.
-    """
-
-    kind: str
-    where: str
-    before: str
-    after: str
-    rationale: str
-    applied: bool = True
-
-    def to_record(self) -> dict[str, Any]:
-        """JSON record: ``kind``, ``where``, ``from``, ``to``, ``rationale``, ``applied``."""
-        return {"kind": self.kind, "where": self.where, "from": self.before, "to": self.after,
-                "rationale": self.rationale, "applied": self.applied}
-
-
-@dataclass
-class Plan:
-    """What to do to one template's requests."""
-
-    template: Template
-    changes: list[Change] = field(default_factory=list)
-    moves: dict[str, list[int]] = field(default_factory=dict)  # part path → slot indices to move
-    documents: set[str] = field(default_factory=set)
-    sort_tools: bool = False
-    canonical: bool = False
-    ttl_1h: bool = False
-    automatic: bool = False
-    cache_key: str | None = None
-
-    @property
-    def applies(self) -> bool:
-        """Whether any change rewrites requests."""
-        return any(c.applied for c in self.changes)
+__all__ = ["Change", "Plan", "Proposal", "ProposeResult", "propose"]
 
 
 @dataclass
 class Proposal:
-    """A template's plan with its before/after simulation (tokens; USD)."""
+    """A template's plan with its before/after simulation (tokens; USD).
+
+    Attributes:
+        plan: the plan.
+        requests: the template's requests in the log.
+        unmatched: requests whose text did not match the template (left as they are).
+        before, after: scenario totals of the template's requests before and after the plan
+            (after: keep-alive requests included).
+        gap: what remains between simulated and ideal after the plan, by cause.
+        lifetime: the lifetime optimiser's answer, or ``None`` where it did not run.
+        lines: lines of the proposed log that belong to the template.
+        attainable_tokens: the ideal's cache reads after the plan within the provider's minimum
+            and hit granularity (:func:`~.gap.attainable`).
+        findings_after: what the diagnosis still finds on the template's proposed requests.
+    """
 
     plan: Plan
     requests: int
     unmatched: int
     before: dict[str, ScenarioTotals]
     after: dict[str, ScenarioTotals]
+    gap: list[GapPart] = field(default_factory=list)
+    lifetime: lt.Choice | None = None
+    lines: list[int] = field(default_factory=list)
+    attainable_tokens: int = 0
+    findings_after: list[Any] = field(default_factory=list)
 
     @property
     def savings_usd(self) -> Decimal | None:
@@ -107,361 +75,484 @@ class Proposal:
         b, a = self.before["simulated"].cost, self.after["simulated"].cost
         return None if b is None or a is None else b - a
 
+    @property
+    def ideal_share(self) -> float | None:
+        """Simulated cached tokens after the plan as a share of the ideal's after the plan."""
+        i = self.after["ideal"].cached_tokens
+        return self.after["simulated"].cached_tokens / i if i else None
+
 
 @dataclass
 class ProposeResult:
-    """Before (the audit of the logs as they are), after (the proposed log) and the proposals."""
+    """Before (the audit of the logs as they are), after (the audit of the proposed log), the
+    proposals, and each template's lifetime analysis.
+
+    Attributes:
+        before, after: the two audits.
+        proposals: templates with changes, largest saving first.
+        written: where the proposed log was written, or ``None``.
+        skipped_records: input records that could not be read again.
+        lifetimes: per template id, the lifetime optimiser's answer (every template it ran on).
+        template_of_line: per ``(file, line)`` of the proposed log as audited, its template id
+            (``None``: no template).
+    """
 
     before: AuditResult
     after: AuditResult
     proposals: list[Proposal]
     written: str | None = None
     skipped_records: int = 0
+    lifetimes: dict[str, lt.Choice] = field(default_factory=dict)
+    template_of_line: dict[tuple[str, int], str | None] = field(default_factory=dict)
 
 
-class _Observer:
-    """Pass-1 observer: templates, tool orders, and which template each request belongs to."""
+class _Trace:
+    """Observer of the no-expiry audit of the proposed log: per template, its requests as
+    :class:`~.lifetime.Visit` items.
 
-    def __init__(self) -> None:
-        self.index = TemplateIndex()
-        self.tool_orders: dict[tuple[str, ...], set[tuple[str, ...]]] = {}
-        self.tool_sets: dict[tuple[str, ...], set[tuple[str, ...]]] = {}
-        self.key_of: dict[int, tuple[str, ...]] = {}
+    A request's *conversation*, for the lifetime, is that of the earlier request whose prompt it
+    shares the most with (the ideal cache's ``diverged_from``) when it reads beyond the template's
+    anchor: the entries it reads there are the ones that request's conversation touches.
+    """
+
+    def __init__(self, outs: dict[tuple[str, int], Out]):
+        self.outs = outs
+        self.visits: dict[tuple[str, ...], list[lt.Visit]] = {}
+        self.prompt: dict[tuple[str, ...], tuple[str, str | None, int, float | None]] = {}
+        self.conv_of_index: dict[int, int] = {}
+        self.conv_of_source: dict[tuple[int, int], int] = {}
 
     def __call__(self, step: Step) -> None:
-        r = step.request
-        if step.prompt.segments and r.parts:
-            key = self.index.add(r, step.outcome.namespace)
-            self.key_of[step.outcome.index] = key
-            tools = tuple(p.text for p in r.parts if p.kind == "tool")
-            if len(tools) > 1:
-                self.tool_orders.setdefault(key, set()).add(tools)
-                self.tool_sets.setdefault(key, set()).add(tuple(sorted(tools)))
-
-
-def _plans(before: AuditResult, obs: _Observer, templates: dict[tuple[str, ...], Template]) -> dict[tuple[str, ...], Plan]:
-    plans = {key: Plan(t) for key, t in templates.items()}
-    # 1. volatile slots in the template region
-    for key, plan in plans.items():
-        for part in plan.template.parts:
-            if part.kind in ("tool", "param"):
-                continue
-            idx = [s.index for s in part.slots if s.volatile or (s.change_rate > CHANGE_RATE and s.distinct > 1)]
-            if not idx:
-                continue
-            plan.moves[part.path] = idx
-            names = ", ".join(sorted({part.slots[i].name for i in idx}))
-            full, spans = part.skeleton_spans()
-            rest, moved = extract_sentences(full, [spans[i] for i in idx])
-            plan.changes.append(Change(
-                "move-slots", part.path, part.skeleton(), _short(rest) + "  [newest user turn starts with: "
-                + _short(" ".join(moved), 60) + "]",
-                f"The model now reads {names} at the start of the newest user message instead of in "
-                f"`{part.path}`; everything before it stays identical across requests and is served from the cache."))
-        orders, sets = obs.tool_orders.get(key, set()), obs.tool_sets.get(key, set())
-        if len(orders) > 1 and len(sets) == 1:
-            plan.sort_tools = True
-            plan.changes.append(Change("sort-tools", "tools", f"{len(orders)} different orders of the same tools",
-                                       "tools sorted by name", "The model sees the same tools in one fixed order; "
-                                       "tool choice does not depend on their order."))
-    # 2. causes the diagnosis found, attached to the template of their first request
-    by_index = {o.index: o for o in before.outcomes}
-    for f in before.findings:
-        key = obs.key_of.get(f.first_request)
-        ns = by_index[f.first_request].namespace if f.first_request in by_index else None
-        targets = [k for k in plans if plans[k].template.namespace == ns] if ns else []
-        plan = plans.get(key) if key else None
-        rid = f.rule.id
-        if rid == "json-key-order" and plan and not plan.canonical:
-            plan.canonical = True
-            plan.changes.append(Change("canonical-json", "tools", "keys in varying order", "keys sorted",
-                                       "The same schemas and arguments, serialized with sorted keys; their meaning "
-                                       "is unchanged."))
-        elif rid == "tools-reordered" and plan and not plan.sort_tools:
-            plan.sort_tools = True
-            plan.changes.append(Change("sort-tools", "tools", "tools in varying order", "tools sorted by name",
-                                       "The model sees the same tools in one fixed order."))
-        elif rid == "documents-reordered" and f.segment:
-            for k in targets or ([key] if key else []):
-                if f.segment not in plans[k].documents:
-                    plans[k].documents.add(f.segment)
-                    plans[k].changes.append(Change(
-                        "sort-documents", f.segment, "retrieved documents in score order",
-                        "the same documents in a stable order (by content)",
-                        "The model reads the same documents in a fixed order instead of by relevance score; if "
-                        "the order carries meaning, state the relevance next to each document."))
-        elif rid == "ttl-choice":
-            for k in targets:
-                if not plans[k].ttl_1h:
-                    plans[k].ttl_1h = True
-                    plans[k].changes.append(Change(
-                        "ttl-1h", "cache_control", 'ttl "5m"', 'ttl "1h"',
-                        "Nothing changes for the model. The cache entries outlive the pauses in this traffic; "
-                        "writes cost 2x instead of 1.25x, reads replace re-writes."))
-        elif rid == "breakpoint-missing":
-            for k in targets:
-                if not plans[k].automatic:
-                    plans[k].automatic = True
-                    plans[k].changes.append(Change(
-                        "automatic-caching", "cache_control", "no breakpoint", 'top-level "cache_control"',
-                        "Nothing changes for the model; the API caches up to the last block and moves the "
-                        "breakpoint forward as the conversation grows."))
-        elif rid == "cache-key-unique":
-            for k in targets or ([key] if key else []):
-                if plans[k].cache_key is None:
-                    plans[k].cache_key = plans[k].template.id
-                    plans[k].changes.append(Change(
-                        "cache-key", "prompt_cache_key", "a key per request", f"'{plans[k].template.id}'",
-                        "Nothing changes for the model; requests of one template share one cache route."))
-        elif rid == "history-truncated" and plan:
-            plan.changes.append(Change(
-                "append-only-history", f.segment or "messages", "history truncated from the front",
-                "history appended, compacted rarely", "The model keeps seeing the whole conversation until a "
-                "rare, large compaction; not simulated (the dropped turns are not in the log).", applied=False))
-    return plans
-
-
-def _short(text: str, width: int = 90) -> str:
-    t = text.replace("\n", "⏎")
-    return t if len(t) <= width else t[:width - 1] + "…"
-
-
-class _Rewriter:
-    """Applies plans to logged records, in arrival order (the history memory needs it)."""
-
-    def __init__(self, plans: dict[tuple[str, ...], Plan], index: TemplateIndex):
-        self.plans = plans
-        self.index = index
-        self.unmatched: dict[str, int] = {}
-
-    def rewrite(self, body: dict[str, Any], req: Request) -> bool:
-        """Edit ``body`` in place for ``req``'s template; True if anything changed."""
-        key = self.index.key_for(req)
-        plan = self.plans.get(key)
-        if plan is None or not plan.applies:
-            return False
-        changed = False
-        moved_now: list[str] = []
-        for path, slots in plan.moves.items():
-            part = next(p for p in plan.template.parts if p.path == path)
-            try:
-                text = get_text(body, path)
-            except BadRecord:
-                continue
-            m = part.pattern().match(text)
-            if m is None:
-                self.unmatched[plan.template.id] = self.unmatched.get(plan.template.id, 0) + 1
-                continue
-            rest, moved = extract_sentences(text, [m.span(i + 1) for i in slots])
-            set_text(body, path, rest)
-            moved_now.extend(moved)
-            changed = True
-        if moved_now:
-            changed |= self._place(body, req, " ".join(moved_now))
-        if plan.sort_tools and isinstance(body.get("tools"), list):
-            body["tools"] = sorted(body["tools"], key=tool_name)
-            changed = True
-        if plan.canonical and isinstance(body.get("tools"), list):
-            body["tools"] = [sort_keys_deep(t) for t in body["tools"]]
-            changed = True
-        for path in plan.documents:
-            try:
-                text = get_text(body, path)
-            except BadRecord:
-                continue
-            set_text(body, path, stable_documents(text))
-            changed = True
-        if plan.ttl_1h:
-            changed |= set_ttl(body, "1h") > 0
-        if plan.automatic and "cache_control" not in body:
-            body["cache_control"] = {"type": "ephemeral"}
-            changed = True
-        if plan.cache_key:
-            body["prompt_cache_key"] = plan.cache_key
-            changed = True
-        return changed
-
-    @staticmethod
-    def drop_usage(rec: Any) -> None:
-        """Reported usage describes the original prompt: a rewritten record drops it."""
-        if not isinstance(rec, dict):
+        o = step.outcome
+        out = self.outs.get((o.path, o.line))
+        if out is None or out.template is None or out.keepalive or out.arrival is None:
             return
-        for holder in (rec, rec.get("response"), rec.get("response_body")):
-            if isinstance(holder, dict):
-                for k in ("usage", "usageMetadata"):
-                    holder.pop(k, None)
-
-    @staticmethod
-    def _place(body: dict[str, Any], req: Request, moved: str) -> bool:
-        """Put the moved text at the start of the newest user (or tool) turn.
-
-        Earlier turns stay as logged, so each request holds exactly its own content; an
-        application that keeps the moved values in its history would cache a little more than
-        this simulation credits.
-        """
-        conv = [p for p in req.parts if p not in region(req)]
-        newest = next((p.message for p in reversed(conv) if p.role in ("user", "tool")), None)
-        if newest is None:
-            return False
-        for p in conv:
-            if p.message == newest:
-                try:
-                    set_text(body, p.path, moved + "\n\n" + get_text(body, p.path))
-                    return True
-                except BadRecord:
-                    continue
-        return False
-
-
-def _records(paths: Sequence[str | Path], opts: AuditOptions) -> Iterator[tuple[int, int, Any, str]]:
-    """(file index, line, record, format) for every parseable record, in file order."""
-    for fi, path in enumerate(paths):
-        fmt = opts.read.input_format
-        for line, rec in iter_records(path):
-            if isinstance(rec, BadRecord):
-                continue
-            fmt = fmt or detect(rec)
-            if fmt is None:
-                continue
-            yield fi, line, rec, fmt
-
-
-def _parse(rec: Any, fmt: str, path: str, line: int, opts: AuditOptions, parsers: dict[str, Any]) -> list[Request]:
-    parser = parsers.get(fmt)
-    if parser is None:
-        parser = PARSERS[fmt]
-        if hasattr(parser, "for_file"):
-            parser = parser.for_file()
-        parsers[fmt] = parser
-    got = parser(rec, Source(path, line), opts.read)
-    items = got if isinstance(got, list) else [got]
-    return [r for r in items if isinstance(r, Request)]
+        r = step.rules
+        anchor_end = 0
+        if out.anchor is not None:
+            for seg, e in zip(step.prompt.segments, step.prompt.seg_ends):
+                if seg.path == out.anchor or any(p == out.anchor for p, _, _ in seg.spans):
+                    if r.mode != "breakpoints" or seg.breakpoint is not None:
+                        anchor_end = e
+                    break
+        n, cached, write = o.prompt_tokens, o.cached_tokens, o.write_tokens
+        ping_read = ping_plain = None
+        if r.mode == "prefix":  # hits in whole blocks; a keep-alive copy reads the whole stored prompt
+            g = max(1, r.granularity)
+            anchor_end = (anchor_end // g) * g
+            ping_read = (max(0, n - r.max_hit_offset) // g) * g
+            ping_read = ping_read if ping_read >= r.min_tokens else 0
+            ping_plain = n - ping_read
+        a = min(cached, anchor_end)
+        new_a = max(0, min(anchor_end, cached + write) - cached)
+        conv = o.index
+        if cached > a and o.diverged_from is not None:
+            conv = self.conv_of_index.get(o.diverged_from, o.index)
+        self.conv_of_index[o.index] = conv
+        self.conv_of_source[out.source] = conv
+        self.visits.setdefault(out.template, []).append(lt.Visit(
+            out.arrival, conv, a, cached - a, new_a,
+            write - new_a, n - cached - write, o.line, 0 if out.api == "anthropic" else 1, ping_read, ping_plain))
+        self.prompt.setdefault(out.template, (o.provider, o.model, o.prompt_tokens, out.arrival))
 
 
 def propose(paths: Sequence[str | Path], opts: AuditOptions | None = None, *, write: str | Path | None = None,
-            progress: Callable[[int], None] | None = None) -> ProposeResult:
-    """Infer templates, propose stable-first versions, apply them to every logged request and
-    re-simulate.
+            progress: Callable[[int], None] | None = None, lifetime: str | None = None) -> ProposeResult:
+    """Infer templates, plan every change each needs, apply the plans to every logged request,
+    choose each template's cache lifetime, and re-simulate.
 
     Args:
         paths: log files.
         opts: audit options (the same rules and prices apply before and after).
-        write: write the proposed log here, in the input's own format (JSONL records).
+        write: write the proposed log here (JSONL records in the input's format; ``.gz``
+            compressed).
         progress: called with requests done, per pass.
+        lifetime: force one lifetime policy on every template (a :class:`~.lifetime.Policy`
+            name such as ``"1h"`` or ``"5m + keep-alive ×2"``; ``"current"`` keeps the log's):
+            the brute-force check of the optimiser, not a user option.
 
     Returns:
         A :class:`ProposeResult`.
 
     Raises:
-        ConfigError: when ``write`` is asked for a log format that cannot be rewritten.
+        ConfigError: when ``write`` is asked for inputs of several formats, or for records the
+            proposal cannot rewrite.
     """
     opts = opts or AuditOptions()
-    obs = _Observer()
     book = PriceBook(opts.prices_file)
     if write is not None:
         from ..fileio import refuse_inputs
 
         refuse_inputs([write], paths, flag="--write-proposed")
+    obs = Observer()
     before = run(Pipeline(paths, opts), progress=progress, observers=[obs], book=book)
     templates = obs.index.templates()
-    plans = _plans(before, obs, templates)
-
-    # Pass 2: parse each record, rewrite it, parse it again; arrival order for the rewrite.
-    items: list[tuple[float, int, int, Any, str, list[Request]]] = []
-    parsers: dict[str, Any] = {}
-    skipped = 0
-    for fi, line, rec, fmt in _records(paths, opts):
-        try:
-            reqs = _parse(rec, fmt, str(paths[fi]), line, opts, parsers)
-        except BadRecord:
-            skipped += 1
-            continue
-        t = min((r.arrival for r in reqs if r.arrival is not None), default=float("inf"))
-        items.append((t, fi, line, rec, fmt, reqs))
-    items.sort(key=lambda x: (x[0], x[1], x[2]))
-    formats = sorted({it[4] for it in items})
+    items, skipped = logio.items(paths, opts.read)
+    apis: dict[tuple[str, ...], str] = {}
+    rewritable: dict[tuple[str, ...], str | None] = {}
+    for it in items:
+        for r in it.requests:
+            if not r.parts:
+                continue
+            key = obs.index.key_for(r)
+            if it.fmt in BODY_FORMATS and len(it.requests) == 1:
+                apis.setdefault(key, r.api)
+                rewritable[key] = None
+            else:
+                rewritable.setdefault(key, it.fmt)
+    plans = build(before, obs, templates, apis)
+    for key, fmt in rewritable.items():
+        if fmt is not None and key in plans:  # advice only: no record of the template can be rewritten
+            for c in plans[key].changes:
+                if c.applied:
+                    c.applied = False
+                    c.rationale += (f" Not applied: {fmt} records cannot be rewritten (the proposal rewrites "
+                                    f"{', '.join(BODY_FORMATS)} records); not simulated.")
+    formats = sorted({it.fmt for it in items})
     if write is not None and len(formats) > 1:
         raise ConfigError(f"--write-proposed writes one log in one format, but the inputs hold {', '.join(formats)} "
                           "records: propose each format's logs separately")
-    while True:
-        rewriter = _Rewriter(plans, obs.index)
-        rewritten, new_reqs = _rewrite(items, rewriter, plans, obs, paths, opts, write is not None)
-        after = run(Pipeline.from_requests(new_reqs, opts, label=f"{paths[0]} (proposed)"), progress=progress, book=book)
-        proposals = _compare(before, after, obs, plans, rewriter, book)
-        losing = [p for p in proposals if p.plan.applies and p.savings_usd is not None and p.savings_usd < 0]
-        if not losing:
-            break
-        for p in losing:  # it costs more than it saves: withdrawn, and the rest simulated again without it
-            for c in p.plan.changes:
-                if c.applied:
-                    c.applied = False
-                    c.rationale += f" Withdrawn: re-simulated on this traffic it cost {usd(-p.savings_usd)} more than it saved."
-    written = None
-    if write is not None:
-        written = _write(write, rewritten)
-    return ProposeResult(before, after, proposals, written, skipped)
+    unread = [str(p) for fi, (p, st) in enumerate(zip(paths, before.inputs))
+              if st.requests and not any(it.file == fi for it in items)]
+    if write is not None and unread:
+        raise ConfigError(f"--write-proposed rewrites JSON records, and {', '.join(unread)} holds none")
+
+    with tempfile.TemporaryDirectory(prefix="promptcache-propose-") as scratch:
+        job = _Job(paths, opts, book, obs, plans, items, Path(scratch), unread, write)
+        choices: dict[tuple[str, ...], lt.Choice] = {}
+        if _lifetime_relevant(plans):
+            # the proposed requests at one instant: no pause lets an entry expire, whatever the
+            # provider's lifetimes; Out.arrival keeps the logged time for the optimiser
+            first = min((it.order[0] for it in items if it.order[0] > float("-inf")), default=None)
+            outs = job.rewrite()
+            trace = _Trace({(r.source.path, r.source.line): o for o in outs for r in o.requests})
+            reqs = [r if r.arrival is None else replace(r, arrival=first) for o in outs for r in o.requests]
+            run(Pipeline.from_requests(reqs, AuditOptions(**{**opts.__dict__, "diagnose": False})),
+                observers=[trace], book=book)
+            choices = _choose(plans, trace, book, before.span_seconds, lifetime)
+            job.conversations = trace.conv_of_source
+        for _ in range(4):
+            outs = job.rewrite()
+            after, where = job.audit(outs, opts, progress=progress)
+            proposals = _compare(before, after, obs, plans, job, where, choices)
+            losing = [p for p in proposals if p.plan.applies and p.savings_usd is not None and p.savings_usd < 0]
+            idle = [p for p in proposals if _no_effect(p)]
+            if not (losing or idle) or lifetime is not None:
+                break
+            for p in losing:  # it costs more than it saves: withdrawn, and the rest simulated again
+                why = f"Withdrawn: re-simulated on this traffic it cost {usd(-p.savings_usd)} more than it saved."
+                if p.plan.active("lifetime"):
+                    p.plan.withdraw(("lifetime",), why)
+                    p.plan.lifetime = None
+                else:
+                    p.plan.withdraw(None, why)
+            for p in idle:
+                p.plan.withdraw(tuple(c.kind for c in p.plan.changes if c.kind != "pin-routing"),
+                                "Withdrawn: re-simulated on this traffic it changes neither the cost nor the cached "
+                                "tokens" + (f" ({p.gap[0].description})." if p.gap else "."))
+        written = job.written
+    lines = {pl: (plans[o.template].template.id if o.template in plans else None) for pl, o in job.where.items()}
+    return ProposeResult(before, after, proposals, str(written) if written else None, skipped,
+                         {plans[k].template.id: c for k, c in choices.items()}, lines)
 
 
-def _rewrite(items: list[tuple[float, int, int, Any, str, list[Request]]], rewriter: _Rewriter,
-             plans: dict[tuple[str, ...], Plan], obs: _Observer, paths: Sequence[str | Path], opts: AuditOptions,
-             writing: bool) -> tuple[list[tuple[int, int, Any]], list[Request]]:
-    """Every record rewritten by its template's plan (a copy; the parsed original is left as
-    it is), with its requests parsed again: ``(rewritten records, their requests)``.
+@dataclass
+class _Job:
+    """One proposal run's inputs and the files it writes."""
 
-    Raises:
-        ConfigError: when ``writing`` and a plan applies to a format that cannot be rewritten.
-    """
-    rewritten: list[tuple[int, int, Any]] = []
-    new_reqs: list[Request] = []
-    parsers2: dict[str, Any] = {}
-    for _, fi, line, rec, fmt, reqs in items:
-        if fmt in BODY_FORMATS and len(reqs) == 1:
-            # the readers' memos keep parsed objects and find them again by identity: rewrite a copy
-            rec = orjson.loads(orjson.dumps(rec))
+    paths: Sequence[str | Path]
+    opts: AuditOptions
+    book: PriceBook
+    obs: Observer
+    plans: dict[tuple[str, ...], Plan]
+    items: list[Item]
+    scratch: Path
+    unread: list[str]
+    dest: str | Path | None
+    written: str | None = None
+    rewriter: Rewriter | None = None
+    where: dict[tuple[str, int], Out] = field(default_factory=dict)
+    #: per input record (file, line), its conversation for the lifetime (:class:`_Trace`)
+    conversations: dict[tuple[int, int], int] = field(default_factory=dict)
+
+    def rewrite(self) -> list[Out]:
+        """Every record rewritten by its template's plan, keep-alive copies added, in the
+        audit's order.
+
+        Raises:
+            ConfigError: when writing, for records of a plan that cannot be rewritten.
+        """
+        parsers = Parsers()
+        fmt = [""]
+
+        def reparse(rec: Any, req: Request) -> Request | None:
+            # a copy: the readers' memos keep the objects they parse, and the rewriter edits
+            # this record further (breakpoints) after reading it back
             try:
-                body = unwrap(rec)[0]
-            except BadRecord:
-                body = None
-            if isinstance(body, dict) and rewriter.rewrite(body, reqs[0]):
-                rewriter.drop_usage(rec)
-                reqs = _parse(rec, fmt, str(paths[fi]), line, opts, parsers2)
-        elif writing and any((pl := plans.get(obs.index.key_for(r))) is not None and pl.applies for r in reqs):
-            raise ConfigError(f"--write-proposed cannot rewrite {fmt} records ({paths[fi]}); "
-                              f"it rewrites {', '.join(BODY_FORMATS)} logs")
-        rewritten.append((fi, line, rec))
-        new_reqs.extend(reqs)
-    return rewritten, new_reqs
+                got = parsers.parse(logio.copy_record(rec), fmt[0], req.source.path, req.source.line, self.opts.read)
+            except (BadRecord, KeyError):
+                return None
+            return got[0] if len(got) == 1 else None
+
+        rw = Rewriter(self.plans, self.obs.index, reparse)
+        self.rewriter = rw
+        outs: list[Out] = []
+        for it in self.items:
+            reqs = it.requests
+            if it.fmt in BODY_FORMATS and len(reqs) == 1 and reqs[0].parts:
+                fmt[0] = it.fmt
+                got = rw.rewrite(it.record, reqs[0])
+                key = rw.key_of(reqs[0])
+                own = -1 - got.link.conversation if got.link else None  # apart from the trace's ids (>= 0)
+                conv = self.conversations.get((it.file, it.line), own)
+                outs.append(Out(got.record, key, conv, reqs[0].arrival, got.changed, source=(it.file, it.line),
+                                api=got.request.api, anchor=got.anchor, requests=[got.request]))
+                continue
+            if self.dest is not None and any((pl := self.plans.get(self.obs.index.key_for(r))) is not None
+                                             and pl.applies for r in reqs if r.parts):
+                raise ConfigError(f"--write-proposed cannot rewrite {it.fmt} records ({self.paths[it.file]}); "
+                                  f"it rewrites {', '.join(BODY_FORMATS)} logs")
+            key = self.obs.index.key_for(reqs[0]) if len(reqs) == 1 and reqs[0].parts else None
+            outs.append(Out(it.record, key, None, reqs[0].arrival if reqs else None, False, source=(it.file, it.line),
+                            api=reqs[0].api if reqs else "", requests=list(reqs)))
+        return _with_keepalive(outs, self.plans)
+
+    def audit(self, outs: list[Out], opts: AuditOptions, *,
+              progress: Callable[[int], None] | None = None) -> tuple[AuditResult, dict[tuple[str, int], Out]]:
+        """Write the proposed log (to ``dest`` when writing, one file per format otherwise) and
+        audit it: ``(audit, (path, line) → record)``."""
+        fmt_of = {(it.file, it.line): it.fmt for it in self.items}
+        by_fmt: dict[str, list[Out]] = {}
+        for o in outs:
+            by_fmt.setdefault(fmt_of.get(o.source, ""), []).append(o)
+        files: list[str] = []
+        where: dict[tuple[str, int], Out] = {}
+        for k, (fmt, group) in enumerate(sorted(by_fmt.items())):
+            data = logio.encode([o.record for o in group])
+            if self.dest is not None:
+                path = logio.write(self.dest, data)
+                self.written = path
+            else:
+                path = logio.write(self.scratch / f"proposed-{k}.jsonl", data)
+            files.append(path)
+            for line, o in enumerate(group, 1):
+                where[(path, line)] = o
+        self.where = where
+        res = run(Pipeline(files + self.unread, opts), progress=progress, book=self.book)
+        return res, where
 
 
-def _compare(before: AuditResult, after: AuditResult, obs: _Observer, plans: dict[tuple[str, ...], Plan],
-             rewriter: _Rewriter, book: PriceBook) -> list[Proposal]:
-    """Before/after totals per template with changes (matched by log location)."""
-    key_at = {(o.path, o.line): obs.key_of.get(o.index) for o in before.outcomes}
+def _no_effect(p: Proposal) -> bool:
+    """A plan that rewrites requests and leaves the simulated cost and cache reads exactly as
+    they were (what it changes is below the model's minimum, say): not worth a change."""
+    if not any(c.applied and c.kind != "pin-routing" for c in p.plan.changes):
+        return False
+    b, a = p.before["simulated"], p.after["simulated"]
+    return b.cost == a.cost and b.cached_tokens == a.cached_tokens and b.prompt_tokens == a.prompt_tokens
+
+
+def _lifetime_relevant(plans: dict[tuple[str, ...], Plan]) -> bool:
+    """Whether any template has timed requests under rules with a lifetime."""
+    return any(p.stats.arrivals >= 2 and p.stats.rules is not None and p.stats.rules.ttl_seconds
+               for p in plans.values())
+
+
+def _options(plan: Plan) -> tuple[dict[str, tuple[float, str]], str | None, bool] | None:
+    """The lifetime options of a template's provider: ``(name → (seconds, write tier), current,
+    breakpoints)``, or ``None`` when it has no lifetime to choose."""
+    r = plan.stats.rules
+    pf = load_providers().get(plan.stats.provider)
+    if r is None or pf is None or not r.ttl_seconds:
+        return None
+    tier = "write" if r.bills_writes else "input"
+    if r.mode == "breakpoints":
+        opts = {name: (float(sec), "write_1h" if sec >= 3600 else "write") for name, sec in pf.ttl_options.items()}
+        if not opts:
+            opts = {"default": (float(r.ttl_seconds), tier)}
+        current = plan.marker_ttl or next((n for n, (s, _) in opts.items() if s == r.ttl_seconds), None)
+        return opts, current, True
+    if pf.retention and plan.api in ("chat", "responses"):
+        opts = {name: (float(pf.rules_for(None, retention=name).ttl_seconds or 0), tier) for name in pf.retention}
+        opts = {n: v for n, v in opts.items() if v[0]}
+        current = next((n for n, (s, _) in opts.items() if s == r.ttl_seconds), None)
+        if current is None:
+            opts["default"] = (float(r.ttl_seconds), tier)
+            current = "default"
+        return opts, current, False
+    return {"default": (float(r.ttl_seconds), tier)}, "default", False
+
+
+def _prices(book: PriceBook, provider: str, model: str | None, n: int, when: float | None) -> lt.Prices | None:
+    pf = load_providers().get(provider)
+    rates = book.rates(provider if pf is not None and pf.kind == "provider" else None, model, when)
+    if rates is None:
+        return None
+    pi, pr, pw, pw1 = (Decimal(x) / Decimal(1_000_000) for x in rates.unit_prices(n))
+    out = rates.base("output")
+    return lt.Prices(pi, pr, pw, pw1, Decimal(out) / Decimal(1_000_000) if out is not None else Decimal(0))
+
+
+def _choose(plans: dict[tuple[str, ...], Plan], trace: _Trace, book: PriceBook, span: float | None,
+            forced: str | None) -> dict[tuple[str, ...], lt.Choice]:
+    """Each template's lifetime choice; the choice becomes a ``lifetime`` change when it saves
+    (or, with ``forced``, the named policy is applied whatever it costs)."""
+    out: dict[tuple[str, ...], lt.Choice] = {}
+    for key, visits in trace.visits.items():
+        plan = plans.get(key)
+        if plan is None or len(visits) < 2:
+            continue
+        got = _options(plan)
+        info = trace.prompt.get(key)
+        if got is None or info is None:
+            continue
+        options, current_name, breakpoints = got
+        provider, model, n, when = info
+        prices = _prices(book, provider, model, n, when)
+        if prices is None:
+            continue
+        cands = lt.policies(options, current_name, prices, mixed=breakpoints)
+        if plan.api not in ("anthropic", "chat", "responses"):
+            cands = [c for c in cands if not c.pings]
+        if current_name in options:
+            sec, tier = options[current_name]
+            current = lt.Policy(current_name, sec, sec, tier, tier)
+        else:
+            current = cands[0]
+        choice = lt.choose(visits, cands, current, prices, span)
+        out[key] = choice
+        if forced is not None:
+            if forced == "current":
+                continue
+            pick = next((c for c in cands if c.name == forced), None)
+            if pick is None:
+                raise ConfigError(f"no lifetime policy {forced!r}; have {', '.join(c.name for c in cands)}")
+            policy = pick
+        elif choice.best is not choice.current and choice.saves > 0:
+            policy = choice.best.policy
+        else:
+            continue
+        plan.lifetime = dict(policy.setting)
+        plan.changes.append(Change(
+            "lifetime", "cache_control ttl" if breakpoints else "prompt_cache_retention", current.name, policy.name,
+            _lifetime_rationale(choice, breakpoints) if policy == choice.best.policy else "Forced."))
+    return out
+
+
+def _lifetime_rationale(choice: lt.Choice, breakpoints: bool) -> str:
+    best = choice.best.policy
+    bits = ["Nothing changes for the model."]
+    if best.pings:
+        bits.append(f"Up to {best.pings} keep-alive request(s) after each request, {best.interval:.0f} s apart, "
+                    "re-send the request with no output" + (" (max_tokens 0)" if breakpoints else " (one output token)")
+                    + " so the cached prefix outlives the pauses; each costs a cache read of the prefix.")
+    if choice.wins_on:
+        lo, hi, level = choice.wins_on
+        where = "in a conversation" if level == "conversation" else "between the template's requests"
+        bits.append(f"It pays on pauses {where} from {_dur(lo)} to {_dur(hi)} (break-even gap {_dur(hi)}).")
+    n = len(choice.losing)
+    if n:
+        bits.append(f"{n} request{' costs' if n == 1 else 's cost'} more under it than today.")
+    bits.append(f"Estimated {usd(choice.saves)} saved on this log"
+                + (f", {usd(choice.per_day)}/day." if choice.per_day is not None else "."))
+    return " ".join(bits)
+
+
+def _dur(s: float) -> str:
+    if s >= 3600 and s % 3600 == 0:
+        return f"{s / 3600:g} h"
+    if s >= 60:
+        return f"{s / 60:.4g} min"
+    return f"{s:.0f} s"
+
+
+def _with_keepalive(outs: list[Out], plans: dict[tuple[str, ...], Plan]) -> list[Out]:
+    """The proposed records with the keep-alive copies their templates' lifetime policies send,
+    merged in arrival order (each copy after the requests that came before it)."""
+    from .logio import body_of, copy_record, drop_usage, set_arrival, tag_id
+
+    live = {k for k, p in plans.items() if p.lifetime and p.lifetime.get("pings") and p.active("lifetime")}
+    if not live:
+        return outs
+    nxt: dict[int, float] = {}
+    following: list[float] = [float("inf")] * len(outs)
+    for i in range(len(outs) - 1, -1, -1):
+        o = outs[i]
+        if o.template in live and o.conversation is not None and o.arrival is not None:
+            following[i] = nxt.get(o.conversation, float("inf"))
+            nxt[o.conversation] = o.arrival
+    keyed: list[tuple[float, int, int, int, Out]] = []
+    last = float("-inf")
+    for i, o in enumerate(outs):
+        t = o.arrival if o.arrival is not None else last
+        last = t
+        keyed.append((t, 0, i, 0, o))
+        if o.template not in live or o.conversation is None or o.arrival is None:
+            continue
+        life = plans[o.template].lifetime or {}
+        k, iv = int(life.get("pings", 0)), float(life.get("interval", 0))
+        for j in range(1, k + 1):
+            tp = o.arrival + j * iv
+            if tp >= following[i]:
+                break
+            rec = copy_record(o.record)
+            located = body_of(rec)
+            if located is None:
+                break
+            body, put = located
+            if not set_arrival(rec, body, tp):
+                break
+            tag_id(rec, body, f"+keepalive{j}")
+            _no_output(body, o.api)
+            put()
+            drop_usage(rec)
+            keyed.append((tp, 1, i, j, Out(rec, o.template, o.conversation, tp, True, True, o.source, o.api)))
+    keyed.sort(key=lambda x: x[:4])
+    return [x[4] for x in keyed]
+
+
+def _no_output(body: dict[str, Any], api: str) -> None:
+    """A keep-alive copy asks for no output (Anthropic: ``max_tokens`` 0, "writes the cache and
+    returns no output", https://platform.claude.com/docs/en/build-with-claude/prompt-caching,
+    checked 2026-11-29; OpenAI: one token, the least it accepts)."""
+    body.pop("stream", None)
+    if api == "anthropic":
+        thinking = body.get("thinking")
+        if not (isinstance(thinking, dict) and thinking.get("type") == "enabled"):
+            body["max_tokens"] = 0
+    elif api == "responses":
+        body["max_output_tokens"] = 16
+    else:
+        key = "max_tokens" if "max_tokens" in body else "max_completion_tokens"
+        body[key] = 1
+
+
+def _compare(before: AuditResult, after: AuditResult, obs: Observer, plans: dict[tuple[str, ...], Plan], job: _Job,
+             where: dict[tuple[str, int], Out], choices: dict[tuple[str, ...], lt.Choice]) -> list[Proposal]:
+    """Before/after totals per template with changes."""
+    b_of: dict[tuple[str, ...], list[Outcome]] = {}
+    for o in before.outcomes:
+        key = obs.key_of.get(o.index)
+        if key is not None:
+            b_of.setdefault(key, []).append(o)
+    a_of: dict[tuple[str, ...], list[Outcome]] = {}
+    for o in after.outcomes:
+        out = where.get((o.path, o.line))
+        if out is not None and out.template is not None:
+            a_of.setdefault(out.template, []).append(o)
+    lines_of: dict[tuple[str, ...], list[int]] = {}
+    for (_, line), o in where.items():
+        if o.template is not None:
+            lines_of.setdefault(o.template, []).append(line)
+    unmatched = job.rewriter.unmatched if job.rewriter else {}
     out = []
     for key, plan in plans.items():
         if not plan.changes:
             continue
-        b = [o for o in before.outcomes if key_at.get((o.path, o.line)) == key]
-        a = [o for o in after.outcomes if key_at.get((o.path, o.line)) == key]
-        out.append(Proposal(plan, len(b), rewriter.unmatched.get(plan.template.id, 0),
-                            price(b, before.rules, book)[0], price(a, after.rules, book)[0]))
+        b, a = b_of.get(key, []), a_of.get(key, [])
+        out.append(Proposal(plan, len(b), unmatched.get(plan.template.id, 0), price(b, before.rules, job.book)[0],
+                            price(a, after.rules, job.book)[0], explain(a), choices.get(key), lines_of.get(key, []),
+                            attainable(a, after.rules), remaining_findings(after.findings, {o.index for o in a})))
     out.sort(key=lambda p: p.savings_usd if p.savings_usd is not None else Decimal(0), reverse=True)
     return out
 
 
-def _write(dest: str | Path, rewritten: list[tuple[int, int, Any]]) -> str:
-    """Write records in input order (file, line) as JSONL (gzipped for ``.gz``), atomically."""
-    import gzip
-    import io
-    import json
-
-    from ..fileio import write_atomic
-
-    buf = io.StringIO()
-    for _, _, rec in sorted(rewritten, key=lambda x: (x[0], x[1])):
-        buf.write(json.dumps(rec, ensure_ascii=False) + "\n")
-    data = buf.getvalue().encode("utf-8")
-    if str(dest).endswith(".gz"):
-        data = gzip.compress(data, mtime=0)
-    write_atomic(dest, data)
-    return str(dest)

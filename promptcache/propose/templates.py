@@ -40,11 +40,11 @@ VOLATILE = {"timestamp-in-prefix": "timestamp", "date-in-prefix": "date", "uuid-
 
 
 def region(req: Request) -> list[Part]:
-    """The template region of a request: tools, leading system/developer parts, parameters."""
+    """The template region of a request: tools, leading system/developer parts, parameters (the
+    leading run of parts that are one of those)."""
     out = []
     for p in req.parts:
-        if p.kind in ("tool", "param") or (p.kind == "system" and p.message is None) or \
-                (p.kind == "system" and all(q.kind in ("system", "tool") for q in req.parts[:req.parts.index(p)])):
+        if p.kind in ("tool", "param", "system"):
             out.append(p)
         else:
             break
@@ -82,8 +82,14 @@ class Slot:
         index: position among the part's slots.
         name: what it holds (``timestamp``, ``user_data``, ``text`` ...).
         distinct: distinct values seen.
-        change_rate: share of consecutive requests (in arrival order) whose value changed.
-        examples: a few values (redact before printing).
+        change_rate: share of consecutive requests (in arrival order) whose part changed.
+        examples: a few non-blank values (redact before printing).
+        optional: some requests render nothing there (a conditional line); they are left as
+            they are by every change to this slot.
+        reordered: it lies in a run of slots on adjacent lines that hold the same lines in
+            different orders (memories or retrieved items from a similarity search): sorting
+            the lines makes them one text.
+        group: index of the first slot of that run.
     """
 
     index: int
@@ -91,6 +97,9 @@ class Slot:
     distinct: int
     change_rate: float
     examples: list[str] = field(default_factory=list)
+    optional: bool = False
+    reordered: bool = False
+    group: int | None = None
 
     @property
     def volatile(self) -> bool:
@@ -109,11 +118,14 @@ class PartTemplate:
     kind: str
     statics: list[str]
     slots: list[Slot]
+    _pattern: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
 
     def pattern(self) -> re.Pattern[str]:
-        """A regex that matches this part's texts, one group per slot."""
-        body = "(.*?)".join(re.escape(s) for s in self.statics)
-        return re.compile(f"^{body}$", re.DOTALL)
+        """A regex that matches this part's texts, one group per slot (compiled once)."""
+        if self._pattern is None:
+            body = "(.*?)".join(re.escape(s) for s in self.statics)
+            self._pattern = re.compile(f"^{body}$", re.DOTALL)
+        return self._pattern
 
     def skeleton_spans(self) -> tuple[str, list[tuple[int, int]]]:
         """The template text with ``{slot}`` placeholders, and each placeholder's span."""
@@ -237,10 +249,12 @@ class TemplateIndex:
         if len(texts) == 1:
             return PartTemplate(path, kind, [ref], [])
         keep = [True] * len(ref)
+        inserted: set[int] = set()
         for other in texts[1:]:
-            matched = _matched(ref, other)
+            matched, ins = _matched(ref, other)
             keep = [k and m for k, m in zip(keep, matched)]
-        spans = _slot_spans(ref, keep)
+            inserted |= ins
+        spans = _slot_spans(ref, keep, inserted)
         pieces, pos = [], 0
         for a, b in spans:
             pieces.append(ref[pos:a])
@@ -255,9 +269,46 @@ class TemplateIndex:
                 for i, v in enumerate(m.groups()):
                     values[i].append(v)
         for i, vals in enumerate(values):
-            name = self._name(pieces[i][-80:], vals, pieces[i + 1][:40])
-            pt.slots.append(Slot(i, name, len(set(vals)), st.changes / max(1, st.n - 1), vals[:3]))
+            name = self._name(pieces[i][-80:], [v for v in vals if v.strip()], pieces[i + 1][:40])
+            present = [v for v in vals if v.strip()]
+            slot = Slot(i, name, len(set(vals)), st.changes / max(1, st.n - 1), present[:3],
+                        optional=len(present) < len(vals))
+            pt.slots.append(slot)
+        self._reordered(pt, texts)
         return pt
+
+    @staticmethod
+    def _reordered(pt: PartTemplate, texts: list[str]) -> None:
+        """Mark runs of slots on adjacent lines whose lines, sorted within their groups, are one
+        text in every sample: the same items in another order (memories from a similarity
+        search). Each run's slots get ``group`` = its first slot's index."""
+        pat = pt.pattern()
+        ref = pat.match(texts[0])
+        if ref is None or not pt.slots:
+            return
+        runs: list[list[int]] = []
+        for s in pt.slots:
+            a, b = line_span(texts[0], ref.span(s.index + 1))
+            if runs and a <= line_span(texts[0], ref.span(runs[-1][-1] + 1))[1] + 1:
+                runs[-1].append(s.index)
+            else:
+                runs.append([s.index])
+        for run in runs:
+            if not any(pt.slots[i].distinct > 1 for i in run):
+                continue
+            raw, lined = set(), set()
+            for t in texts:
+                m = pat.match(t)
+                if m is None:
+                    continue
+                a = line_span(t, m.span(run[0] + 1))[0]
+                b = line_span(t, m.span(run[-1] + 1))[1]
+                raw.add(t[a:b])
+                lined.add(sort_lines(a, b, t))
+            if len(raw) > 1 and len(lined) == 1:
+                for i in run:
+                    pt.slots[i].reordered = True
+                    pt.slots[i].group = run[0]
 
     def _name(self, before: str, values: list[str], after: str) -> str:
         for rule in self.rules:
@@ -277,11 +328,46 @@ class TemplateIndex:
 
 
 _VALUE_CHAR = re.compile(r"[\w\-:+/@.]")
+#: A line that heads a group of items (``[Saved Notes]``, ``## Memories``, ``Relevant context:``):
+#: items are sorted within their group, never across it.
+_GROUP_HEAD = re.compile(r"^\s*(\[[^\]]*\]|#+\s.*|.*:)\s*$")
 
 
-def _matched(ref: str, other: str) -> list[bool]:
-    """Characters of ``ref`` that ``other`` keeps (common prefix and suffix, then a diff of
-    the middle when it is small enough; a large middle counts as changed)."""
+def line_span(text: str, span: tuple[int, int]) -> tuple[int, int]:
+    """``span`` widened to the whole lines holding it."""
+    a, b = span
+    start = text.rfind("\n", 0, a) + 1
+    end = text.find("\n", max(a, b - 1)) if b > a else text.find("\n", a)
+    return start, len(text) if end < 0 else end
+
+
+def sort_lines(a: int, b: int, text: str) -> str:
+    """The lines of ``text[a:b]`` sorted within each group (a heading line starts a group and
+    stays where it is).
+
+    >>> sort_lines(0, 30, "[A]\\nz\\ny\\n[B]\\nx\\nw")
+    '[A]\\ny\\nz\\n[B]\\nw\\nx'
+    """
+    out: list[str] = []
+    group: list[str] = []
+    for line in text[a:b].split("\n"):
+        if _GROUP_HEAD.match(line):
+            out.extend(sorted(group))
+            group = []
+            out.append(line)
+        else:
+            group.append(line)
+    out.extend(sorted(group))
+    return "\n".join(out)
+
+
+def _matched(ref: str, other: str) -> tuple[list[bool], set[int]]:
+    """Characters of ``ref`` that ``other`` keeps, and the places in ``ref`` where ``other``
+    holds text that ``ref`` lacks (an inserted line: a conditional block one request renders
+    and the other does not).
+
+    Common prefix and suffix first, then a diff of the middle when it is small enough (a large
+    middle counts as changed, with no insertion)."""
     n, m = len(ref), len(other)
     p = 0
     while p < n and p < m and ref[p] == other[p]:
@@ -290,18 +376,29 @@ def _matched(ref: str, other: str) -> list[bool]:
     while q < n - p and q < m - p and ref[n - 1 - q] == other[m - 1 - q]:
         q += 1
     out = [True] * p + [False] * (n - p - q) + [True] * q
+    inserted: set[int] = set()
     mid_r, mid_o = ref[p:n - q], other[p:m - q]
-    if mid_r and mid_o and len(mid_r) * len(mid_o) <= 4_000_000:
-        for a, _, size in difflib.SequenceMatcher(None, mid_r, mid_o, autojunk=False).get_matching_blocks():
-            if size >= 4:  # ignore coincidental one-letter matches inside values
-                for i in range(p + a, p + a + size):
-                    out[i] = True
-    return out
+    if not mid_r:
+        if mid_o:
+            inserted.add(p)
+    elif mid_o and len(mid_r) * len(mid_o) <= 4_000_000:
+        at_r = at_o = 0
+        for a, b, size in difflib.SequenceMatcher(None, mid_r, mid_o, autojunk=False).get_matching_blocks():
+            if size < 4 and size != 0:  # ignore coincidental one-letter matches inside values
+                continue
+            if a == at_r and b > at_o:  # other has text here that ref lacks
+                inserted.add(p + a)
+            for i in range(p + a, p + a + size):
+                out[i] = True
+            if size:
+                at_r, at_o = a + size, b + size
+    return out, inserted
 
 
-def _slot_spans(ref: str, keep: list[bool]) -> list[tuple[int, int]]:
+def _slot_spans(ref: str, keep: list[bool], inserted: Iterable[int] = ()) -> list[tuple[int, int]]:
     """Runs of changed characters, widened to whole values (a date, a name, an id) and merged
-    when only a space separates them."""
+    when only a space separates them; plus an empty slot at each place where other texts insert
+    something (kept as it is: an insertion between two kept characters)."""
     spans: list[tuple[int, int]] = []
     i, n = 0, len(ref)
     while i < n:
@@ -323,6 +420,11 @@ def _slot_spans(ref: str, keep: list[bool]) -> list[tuple[int, int]]:
         else:
             spans.append((a, b))
         i = max(j, b)
+    for x in sorted(inserted):
+        if any(a <= x <= b for a, b in spans):
+            continue  # next to a changed run: that slot's pattern matches the inserted text too
+        spans.append((x, x))
+    spans.sort()
     return spans
 
 

@@ -130,7 +130,16 @@ def _request(o: Any) -> dict[str, Any]:
 
 
 def proposals_record(res: Any) -> list[dict[str, Any]]:
-    """The ``proposals`` array: one item per template with changes (``ProposeResult``)."""
+    """The ``proposals`` array: one item per template with changes (``ProposeResult``).
+
+    Each item: ``template_id``, ``namespace``, ``requests``, ``unmatched_requests``, ``changes``,
+    ``before`` and ``after`` (scenario blocks; ``after`` simulates the proposed log, keep-alive
+    requests included), ``savings_usd`` and ``savings_usd_per_day``, ``after_ideal_share``
+    (simulated cached tokens after the plan over the ideal's after it), ``attainable_tokens``
+    (the ideal's within the provider's minimum and hit granularity), ``gap`` (what remains, by
+    cause), ``lifetime`` (:func:`lifetime_record`, or ``None``) and ``remaining_findings`` (what
+    the diagnosis still finds on the template's proposed requests).
+    """
     span = res.before.span_seconds
     out = []
     for p in res.proposals:
@@ -145,5 +154,53 @@ def proposals_record(res: Any) -> list[dict[str, Any]]:
             "after": {k: scenario_record(v) for k, v in p.after.items() if k != "reported"},
             "savings_usd": money(sav),
             "savings_usd_per_day": money(sav * Decimal(86400) / Decimal(str(span))) if sav is not None and span and span >= 60 else None,
+            "after_ideal_share": None if p.ideal_share is None else round(p.ideal_share, 6),
+            "attainable_tokens": p.attainable_tokens,
+            "gap": [{"reason": g.reason, "description": g.description, "tokens": g.tokens, "requests": g.requests}
+                    for g in p.gap],
+            "lifetime": lifetime_record(p.lifetime),
+            "remaining_findings": [{"rule": f.rule.id, "message": f.message, "requests": f.requests,
+                                    "tokens_lost": f.tokens_lost, "cost_usd_lost": money(f.cost_usd_lost)}
+                                   for f in p.findings_after],
         })
     return out
+
+
+def lifetime_record(choice: Any) -> dict[str, Any] | None:
+    """A template's cache-lifetime analysis (:class:`~promptcache.propose.lifetime.Choice`):
+    ``current`` and ``best`` (``policy``, ``cost_usd``, ``keepalive_requests``), ``ranked``
+    (the five cheapest), ``saves_usd``, ``saves_usd_per_day``, ``wins_on_seconds`` (the pauses
+    ``[from, to]`` on which the best policy serves a cached token more cheaply),
+    ``wins_at`` (``conversation`` or ``anchor``: which entries it keeps alive), ``break_even_gap_seconds``
+    (``to``), ``losing_requests`` and ``losing_lines`` (the first 20 lines of the input log
+    where it costs more), ``gaps_seconds`` and ``template_gaps_seconds`` (``min``, ``median``,
+    ``max`` of the pauses in conversations and between the template's requests), or ``None``."""
+    if choice is None:
+        return None
+
+    def one(c: Any) -> dict[str, Any]:
+        return {"policy": c.policy.name, "cost_usd": money(c.total), "keepalive_requests": c.pings}
+
+    def spread(xs: list[float]) -> dict[str, float] | None:
+        g = sorted(xs)
+        return {"min": g[0], "median": g[len(g) // 2], "max": g[-1]} if g else None
+
+    return {
+        "current": one(choice.current),
+        "best": one(choice.best),
+        "ranked": [one(c) for c in choice.ranked[:5]],
+        "saves_usd": money(choice.saves),
+        "saves_usd_per_day": money(choice.per_day),
+        "wins_on_seconds": list(choice.wins_on[:2]) if choice.wins_on else None,
+        "wins_at": choice.wins_on[2] if choice.wins_on else None,
+        "break_even_gap_seconds": choice.wins_on[1] if choice.wins_on else None,
+        "losing_requests": len(choice.losing),
+        "losing_lines": [choice.visit_lines[i] for i in choice.losing[:20]],
+        "gaps_seconds": spread(choice.gaps),
+        "template_gaps_seconds": spread(choice.template_gaps),
+    }
+
+
+def lifetimes_record(res: Any) -> list[dict[str, Any]]:
+    """The ``lifetimes`` array: every template the lifetime optimiser weighed, with its id."""
+    return [{"template_id": tid, **(lifetime_record(c) or {})} for tid, c in res.lifetimes.items()]

@@ -410,11 +410,57 @@ def _proposals(rec: dict[str, Any], proposals: Sequence[dict[str, Any]] | None, 
                  if sav is not None else "")
         unmatched = (f" ({p['unmatched_requests']:,} did not match and were left as they are)"
                      if p["unmatched_requests"] else "")
+        chart += hbar_chart(f"chart-proposal-{i}-ideal", [
+            ("simulated after", a["cached_tokens"], COLORS["simulated"], f'{a["cached_tokens"]:,} cached'),
+            ("ideal after", p["after"]["ideal"]["cached_tokens"], COLORS["ideal"],
+             f'{p["after"]["ideal"]["cached_tokens"]:,} cached')], width=520, label_w=120, value_w=110, bar_h=16, gap=6)
         parts.append(f'<div class="prop" id="proposal-{i}"><h3><code>{esc(p["template_id"])}</code> '
                      f'<span class="loc">{esc(p["namespace"])} · {p["requests"]:,} requests{esc(unmatched)}</span>'
-                     f'{saves}</h3><div class="grid2"><ul>{changes}</ul><div>{chart}</div></div></div>')
+                     f'{saves}</h3><div class="grid2"><ul>{changes}</ul><div>{chart}{_against_ideal(p)}'
+                     f'{_lifetime(p.get("lifetime"))}</div></div></div>')
     return ('<section id="proposals"><h2>Proposals</h2><p class="note">Each applied to every request of its template '
             f'and re-simulated under the same rules and prices.</p>{"".join(parts)}</section>')
+
+
+def _against_ideal(p: dict[str, Any]) -> str:
+    """Simulated after the plan beside the ideal after it, and what is left, by cause."""
+    sim, ideal = p["after"]["simulated"]["cached_tokens"], p["after"]["ideal"]["cached_tokens"]
+    share = f" ({pct(p['after_ideal_share'])} of it)" if p.get("after_ideal_share") is not None else ""
+    out = (f'<p class="note">After the plan: simulated {sim:,} cached tokens beside the ideal\'s {ideal:,}{esc(share)}'
+           + (f'; {p["attainable_tokens"]:,} within the provider\'s minimum and hit granularity'
+              if p.get("attainable_tokens", ideal) < ideal else "") + ".</p>")
+    gap = [g for g in p.get("gap") or [] if g["tokens"]]
+    if gap:
+        out += ('<ul class="gap">' + "".join(f'<li>{g["tokens"]:,} tokens {esc(g["description"])} '
+                                            f'({g["requests"]:,} request{"" if g["requests"] == 1 else "s"})</li>'
+                                            for g in gap) + "</ul>")
+    return out
+
+
+def _lifetime(lt: dict[str, Any] | None) -> str:
+    """A template's cache-lifetime analysis."""
+    if not lt:
+        return ""
+    cur, best = lt["current"], lt["best"]
+    if best["policy"] == cur["policy"]:
+        head = f'Cache lifetime: <b>{esc(cur["policy"])}</b> is the cheapest ({esc(usd(cur["cost_usd"]))}).'
+    else:
+        head = (f'Cache lifetime: <b>{esc(best["policy"])}</b> instead of {esc(cur["policy"])}: '
+                f'{esc(usd(cur["cost_usd"]))} → {esc(usd(best["cost_usd"]))}'
+                + (f' (≈ {esc(usd(lt["saves_usd_per_day"]))}/day)' if lt.get("saves_usd_per_day") is not None else "")
+                + (f', {best["keepalive_requests"]:,} keep-alive requests' if best["keepalive_requests"] else "") + ".")
+        if lt.get("wins_on_seconds"):
+            lo, hi = lt["wins_on_seconds"]
+            where = "in a conversation" if lt.get("wins_at") == "conversation" else "between the template's requests"
+            head += (f' It pays on pauses {where} from {esc(duration(lo))} to {esc(duration(hi))} (break-even gap '
+                     f'{esc(duration(hi))}).')
+        if lt.get("losing_requests"):
+            head += f' It costs more on {lt["losing_requests"]:,} request(s).'
+    rows = "".join(f'<tr><td>{esc(r["policy"])}</td><td class="n">{esc(usd(r["cost_usd"]))}</td>'
+                   f'<td class="n">{r["keepalive_requests"]:,}</td></tr>' for r in lt.get("ranked") or [])
+    table = ('<table><thead><tr><th>Policy</th><th class="n">Cost</th><th class="n">Keep-alive requests</th></tr>'
+             f'</thead><tbody>{rows}</tbody></table>') if rows else ""
+    return f'<div class="lifetime"><p class="note">{head}</p>{table}</div>'
 
 
 def _context(rec: dict[str, Any]) -> str:

@@ -94,12 +94,20 @@ def render_markdown(rec: dict[str, Any], proposals: Sequence[dict[str, Any]] | N
         if not proposals:
             out.append("No proposals: the templates already keep their stable content first.")
         else:
-            out += ["| template | requests | changes | hit ratio | cost | saves |", "|---|--:|---|--:|--:|--:|"]
+            out += ["| template | requests | changes | hit ratio | cost | saves | simulated / ideal after | lifetime |",
+                    "|---|--:|---|--:|--:|--:|--:|---|"]
             for p in proposals:
                 b, a = p["before"]["simulated"], p["after"]["simulated"]
-                kinds = ", ".join(md(c["kind"]) + ("" if c["applied"] else " (advice)") for c in p["changes"])
+                kinds = ", ".join(md(c["kind"]) + ("" if c["applied"] else (" (withdrawn)" if c.get("withdrawn")
+                                                                             else " (advice)")) for c in p["changes"])
+                ideal = p["after"]["ideal"]["cached_tokens"]
+                vs = f"{a['cached_tokens']:,} / {ideal:,} ({pct(p.get('after_ideal_share'))})"
+                lt = p.get("lifetime")
+                life = "" if not lt else (md(lt["best"]["policy"]) + ("" if lt["best"]["policy"] == lt["current"]["policy"]
+                                                                     else f" (was {md(lt['current']['policy'])})"))
                 out.append(f"| {md(p['template_id'])} | {p['requests']:,} | {kinds} | {pct(b['hit_ratio'])} → "
-                           f"{pct(a['hit_ratio'])} | {usd(b['cost_usd'])} → {usd(a['cost_usd'])} | {usd(p['savings_usd'])} |")
+                           f"{pct(a['hit_ratio'])} | {usd(b['cost_usd'])} → {usd(a['cost_usd'])} | {usd(p['savings_usd'])} "
+                           f"| {vs} | {life} |")
             if after is not None:
                 b, a = sc["simulated"], after["simulated"]
                 out.append(f"\nAll traffic: hit ratio {pct(b['hit_ratio'])} → {pct(a['hit_ratio'])}, "

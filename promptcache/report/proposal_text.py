@@ -1,6 +1,10 @@
-"""Terminal rendering of proposals: each template before and after, with its re-simulated price."""
+"""Terminal rendering of proposals: each template's plan, before and after, simulated after the
+plan beside the ideal after it (and what is left between them, by cause), and its cache
+lifetime."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from rich.console import Console
 from rich.text import Text
@@ -8,23 +12,25 @@ from rich.text import Text
 from ..diagnose.redact import redact
 from ..propose.engine import ProposeResult
 from .audit_text import per_day
-from .numbers import pct, usd
+from .numbers import duration, pct, usd
 
 
 def render_proposals(res: ProposeResult, console: Console, *, show_text: bool = False) -> None:
-    """Print every proposal (templates with changes), then the totals before and after."""
+    """Print every proposal (templates with changes), the lifetime analysis of the other
+    templates, then the totals before and after."""
     span = res.before.span_seconds
     if not res.proposals:
         console.print("[green]No proposals: the templates behind this traffic already keep their stable content first.[/]")
-        return
-    console.print(Text("Proposals (each applied to every request of its template and re-simulated)", style="bold"))
+    else:
+        console.print(Text("Proposals (each plan applied to every request of its template and re-simulated together)",
+                           style="bold"))
     for p in res.proposals:
         t = p.plan.template
         console.print(Text.assemble((t.id, "bold"), f"  {t.namespace}  {p.requests:,} requests"
                                     + (f" ({p.unmatched:,} did not match the template and were left as they are)"
                                        if p.unmatched else "")))
         for c in p.plan.changes:
-            tag = "" if c.applied else " [dim](advice, not simulated)[/]"
+            tag = "" if c.applied else (" [dim](withdrawn)[/]" if c.withdrawn else " [dim](advice, not simulated)[/]")
             console.print(f"  [cyan]{c.kind}[/] {c.where}{tag}")
             before = c.before if show_text else redact(c.before)
             after = c.after if show_text else redact(c.after)
@@ -32,11 +38,24 @@ def render_proposals(res: ProposeResult, console: Console, *, show_text: bool = 
             console.print(f"    after:  {after}", markup=False, highlight=False)
             console.print(f"    {c.rationale}", markup=False, highlight=False)
         b, a = p.before, p.after
-        line = (f"  hit ratio {pct(b['simulated'].hit_ratio)} → {pct(a['simulated'].hit_ratio)} "
-                f"(ideal after: {pct(a['ideal'].hit_ratio)}); cost {usd(b['simulated'].cost)} → {usd(a['simulated'].cost)}")
+        line = (f"  hit ratio {pct(b['simulated'].hit_ratio)} → {pct(a['simulated'].hit_ratio)}; "
+                f"cost {usd(b['simulated'].cost)} → {usd(a['simulated'].cost)}")
         if p.savings_usd is not None:
             line += f": saves {usd(p.savings_usd)}{per_day(p.savings_usd, span)}"
-        console.print(line)
+        console.print(line, highlight=False)
+        console.print(_against_ideal(p), markup=False, highlight=False)
+        if p.findings_after:
+            console.print("  the diagnosis of the proposed log still finds: " + "; ".join(
+                f"{f.rule.id} ({f.tokens_lost:,} tokens in {f.requests:,} request{'' if f.requests == 1 else 's'})"
+                for f in p.findings_after[:3]), markup=False, highlight=False)
+        if p.lifetime is not None:
+            console.print(_lifetime_line(p.lifetime), markup=False, highlight=False)
+    others = {tid: c for tid, c in res.lifetimes.items()
+              if tid not in {p.plan.template.id for p in res.proposals}}
+    if others:
+        console.print(Text("Cache lifetime of the other templates", style="bold"))
+        for tid, c in others.items():
+            console.print(f"  {tid}: " + _lifetime_line(c).strip(), markup=False, highlight=False)
     b, a = res.before.scenarios, res.after.scenarios
     total = None if b["simulated"].cost is None or a["simulated"].cost is None else b["simulated"].cost - a["simulated"].cost
     console.print(Text.assemble(("All traffic: ", "bold"),
@@ -45,3 +64,45 @@ def render_proposals(res: ProposeResult, console: Console, *, show_text: bool = 
                                 f"{usd(a['simulated'].cost)}" + (f": saves {usd(total)}{per_day(total, span)}" if total is not None else "")))
     if res.written:
         console.print(f"Proposed log written to {res.written} (audit or replay it to check).")
+
+
+def _against_ideal(p: Any) -> str:
+    """``after the plan: simulated … beside the ideal …``, and the remaining gap by cause."""
+    sim, ideal = p.after["simulated"].cached_tokens, p.after["ideal"].cached_tokens
+    share = f" ({pct(sim / ideal)} of it)" if ideal else ""
+    out = f"  after the plan: simulated {sim:,} cached tokens beside the ideal's {ideal:,}{share}"
+    if p.attainable_tokens < ideal:
+        out += f"; {p.attainable_tokens:,} within the provider's minimum and hit granularity"
+    gap = [g for g in p.gap if g.tokens]
+    if gap:
+        out += "; left: " + "; ".join(f"{g.tokens:,} tokens {g.description} ({g.requests:,} request"
+                                      f"{'' if g.requests == 1 else 's'})" for g in gap[:3])
+    return out
+
+
+def _lifetime_line(c: Any) -> str:
+    """The lifetime optimiser's answer in one line."""
+    cur, best = c.current, c.best
+    if best is cur:
+        nxt = next((r for r in c.ranked if r.policy.name != cur.policy.name), None)
+        out = f"  cache lifetime: {cur.policy.name} is the cheapest ({usd(cur.total)})"
+        if nxt is not None:
+            out += f"; next {nxt.policy.name} {usd(nxt.total)}"
+    else:
+        out = (f"  cache lifetime: {best.policy.name} instead of {cur.policy.name}: {usd(cur.total)} → {usd(best.total)}"
+               + (f" ({usd(c.per_day)}/day)" if c.per_day is not None else ""))
+        if best.pings:
+            out += f", {best.pings:,} keep-alive requests"
+        if c.wins_on:
+            lo, hi, level = c.wins_on
+            where = "in a conversation" if level == "conversation" else "between the template's requests"
+            out += f"; pays on pauses {where} from {duration(lo)} to {duration(hi)} (break-even gap {duration(hi)})"
+        if c.losing:
+            out += f"; costs more on {len(c.losing):,} request{'' if len(c.losing) == 1 else 's'}"
+    for name, gaps in (("in conversations", c.gaps), ("between requests", c.template_gaps)):
+        if gaps:
+            g = sorted(gaps)
+            out += f"; pauses {name} {duration(g[0])} to {duration(g[-1])}, median {duration(g[len(g) // 2])}"
+    return out
+
+

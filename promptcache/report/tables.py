@@ -52,7 +52,9 @@ PROPOSAL_COLUMNS: list[tuple[str, str]] = [
     ("changes_detail", STR),
     *[(f"{ph}_{s}_{m}", t) for ph in ("before", "after") for s in _PHASE_SCEN
       for m, t in (("prompt_tokens", INT), ("cached_tokens", INT), ("hit_ratio", FLOAT), ("cost_usd", FLOAT))],
-    ("savings_usd", FLOAT), ("savings_usd_per_day", FLOAT),
+    ("savings_usd", FLOAT), ("savings_usd_per_day", FLOAT), ("after_ideal_share", FLOAT), ("attainable_tokens", INT),
+    ("lifetime_current", STR), ("lifetime_best", STR), ("lifetime_saves_usd", FLOAT),
+    ("lifetime_break_even_gap_seconds", FLOAT),
 ]
 
 COLUMNS = {"requests": REQUEST_COLUMNS, "findings": FINDING_COLUMNS, "proposals": PROPOSAL_COLUMNS}
@@ -126,7 +128,12 @@ def proposal_rows(proposals: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             "changes": ";".join(c["kind"] for c in p["changes"]),
             "changes_detail": json.dumps(p["changes"], ensure_ascii=False),
             "savings_usd": p["savings_usd"], "savings_usd_per_day": p["savings_usd_per_day"],
+            "after_ideal_share": p.get("after_ideal_share"), "attainable_tokens": p.get("attainable_tokens"),
         }
+        lt = p.get("lifetime")
+        if lt:
+            row.update({"lifetime_current": lt["current"]["policy"], "lifetime_best": lt["best"]["policy"],
+                        "lifetime_saves_usd": lt["saves_usd"], "lifetime_break_even_gap_seconds": lt["break_even_gap_seconds"]})
         for ph in ("before", "after"):
             for s in _PHASE_SCEN:
                 sc = p[ph].get(s, {})

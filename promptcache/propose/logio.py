@@ -1,0 +1,265 @@
+"""The proposed log: the input's own records, read again in the order the audit reads them,
+rewritten, with keep-alive copies where the lifetime policy sends them, and written as JSONL.
+
+What the proposal prices is the audit of exactly these bytes (:func:`write`): the figures it
+prints are the figures ``promptcache audit`` gives on the written file.
+"""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import orjson
+
+from ..errors import BadRecord
+from ..ingest import PARSERS, detect
+from ..ingest.common import MAPPING
+from ..ingest.fields import ID_KEYS, TIME_KEYS
+from ..ingest.jsonio import iter_records
+from ..model import Request, Source
+
+#: Formats whose records hold one request body that the proposal can rewrite.
+BODY_FORMATS = ("openai-chat", "openai-responses", "anthropic", "gemini", "litellm", "helicone")
+
+
+@dataclass
+class Item:
+    """One input record in the audit's order.
+
+    Attributes:
+        order: ``(arrival used for ordering, file index, line)``.
+        file: index of its input file.
+        line: its line (record index for JSON arrays).
+        record: the parsed record (left as read; rewrites work on a copy).
+        fmt: its format.
+        requests: the requests the reader made of it.
+    """
+
+    order: tuple[float, int, int]
+    file: int
+    line: int
+    record: Any
+    fmt: str
+    requests: list[Request]
+
+
+@dataclass
+class Out:
+    """One record of the proposed log.
+
+    Attributes:
+        record: what is written.
+        template: the template key of its request, or ``None``.
+        conversation: its conversation id in the proposed log, or ``None``.
+        arrival: its arrival time, or ``None``.
+        changed: whether the proposal rewrote it.
+        keepalive: whether it is a keep-alive copy the lifetime policy added.
+        source: ``(file index, line)`` of the input record it comes from.
+        api: its request shape.
+        anchor: path of the last part of its template's stable content, or ``None``.
+        requests: the requests it holds, as the proposed record holds them.
+    """
+
+    record: Any
+    template: tuple[str, ...] | None
+    conversation: int | None
+    arrival: float | None
+    changed: bool
+    keepalive: bool = False
+    source: tuple[int, int] = (0, 0)
+    api: str = ""
+    anchor: str | None = None
+    requests: list[Request] = field(default_factory=list)
+
+
+@dataclass
+class Parsers:
+    """One reader per format, made on first use (a reader with per-file state gets a fresh one)."""
+
+    by_format: dict[str, Any] = field(default_factory=dict)
+
+    def parse(self, rec: Any, fmt: str, path: str, line: int, opts: Any) -> list[Request]:
+        """The requests a record holds (``Skipped`` and bad items dropped).
+
+        Raises:
+            BadRecord: when the record cannot be read.
+        """
+        parser = self.by_format.get(fmt)
+        if parser is None:
+            parser = PARSERS[fmt]
+            if hasattr(parser, "for_file"):
+                parser = parser.for_file()
+            self.by_format[fmt] = parser
+        got = parser(rec, Source(path, line), opts)
+        items = got if isinstance(got, list) else [got]
+        return [r for r in items if isinstance(r, Request)]
+
+
+def items(paths: Sequence[str | Path], read_opts: Any) -> tuple[list[Item], int]:
+    """Every readable record of the inputs, in the order the audit reads their requests
+    (arrival, then file, then line; a record without a time keeps its place after the record
+    before it in its file), and how many records could not be read."""
+    out: list[Item] = []
+    bad = 0
+    parsers = Parsers()
+    for fi, path in enumerate(paths):
+        fmt = read_opts.input_format
+        last = -math.inf
+        for line, rec in iter_records(path):
+            if isinstance(rec, BadRecord):
+                continue
+            fmt = fmt or detect(rec)
+            if fmt is None:
+                continue
+            try:
+                reqs = parsers.parse(rec, fmt, str(path), line, read_opts)
+            except BadRecord:
+                bad += 1
+                continue
+            times = [r.arrival for r in reqs if r.arrival is not None]
+            t = min(times) if times else last
+            last = t if times else last
+            out.append(Item((t, fi, line), fi, line, rec, fmt, reqs))
+    out.sort(key=lambda it: it.order)
+    return out, bad
+
+
+def copy_record(rec: Any) -> Any:
+    """A deep copy of a JSON record (the readers' memos find parsed objects by identity)."""
+    try:
+        return orjson.loads(orjson.dumps(rec))
+    except TypeError:
+        return copy.deepcopy(rec)
+
+
+def body_of(rec: Any) -> tuple[dict[str, Any], Callable[[], None]] | None:
+    """The request body inside a record, as the readers find it (``ingest.common.unwrap``), and
+    a function that puts an edited body back (re-encoding it where the record holds it as JSON
+    text), or ``None`` when the record holds no body object."""
+    if not isinstance(rec, dict):
+        return None
+    holder: Any = rec
+    key: Any = None
+    if "body" in rec and ("custom_id" in rec or "url" in rec or "method" in rec):
+        key = "body"
+    else:
+        for k in ("request", "request_body", "request_json"):
+            if k in rec and rec[k] is not None:
+                key = k
+                break
+    if key is None:
+        return rec, lambda: None
+    raw = holder[key]
+    was_text = isinstance(raw, (str, bytes))
+    try:
+        body = orjson.loads(raw) if was_text else raw
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(body, dict):
+        return None
+    if key != "body" and "body" in body and isinstance(body.get("body"), (dict, str)) and "messages" not in body:
+        inner_text = isinstance(body["body"], str)
+        try:
+            inner = orjson.loads(body["body"]) if inner_text else body["body"]
+        except orjson.JSONDecodeError:
+            return None
+        if not isinstance(inner, dict):
+            return None
+
+        def put_inner() -> None:
+            body["body"] = orjson.dumps(inner).decode() if inner_text else inner
+            holder[key] = orjson.dumps(body).decode() if was_text else body
+
+        return inner, put_inner
+
+    def put() -> None:
+        if was_text:
+            holder[key] = orjson.dumps(body).decode()
+
+    return body, put
+
+
+def drop_usage(rec: Any) -> None:
+    """Reported usage describes the original prompt: a rewritten record drops it."""
+    if not isinstance(rec, dict):
+        return
+    for holder in (rec, rec.get("response"), rec.get("response_body")):
+        if isinstance(holder, dict):
+            for k in ("usage", "usageMetadata"):
+                holder.pop(k, None)
+
+
+def _iso(t: float, like: str) -> str:
+    dt = datetime.fromtimestamp(t, tz=timezone.utc)
+    text = dt.strftime("%Y-%m-%dT%H:%M:%S")
+    if "." in like.split("T")[-1] or t != int(t):
+        text += f".{int(round((t - int(t)) * 1000)) % 1000:03d}"
+    return text + "Z"
+
+
+def set_arrival(rec: Any, body: Any, t: float) -> bool:
+    """Set a record's arrival time where the readers read it (the first time field of the
+    record, then of its body; ``ingest.fields.TIME_KEYS``), in the field's own form (epoch
+    seconds, milliseconds or microseconds, or ISO 8601). Returns False when it has none."""
+    for m in (rec, body):
+        if not isinstance(m, MAPPING):
+            continue
+        for k in TIME_KEYS:
+            v = m.get(k)
+            if v in (None, "") or isinstance(v, bool):
+                continue
+            if isinstance(v, (int, float)):
+                scale = 1e6 if v > 1e14 else 1e3 if v > 1e11 else 1
+                new = t * scale
+                m[k] = int(round(new)) if isinstance(v, int) else new
+            else:
+                s = str(v).strip()
+                try:
+                    float(s)
+                    scale = 1e6 if float(s) > 1e14 else 1e3 if float(s) > 1e11 else 1
+                    m[k] = str(int(round(t * scale))) if "." not in s else str(t * scale)
+                except ValueError:
+                    m[k] = _iso(t, s)
+            return True
+    return False
+
+
+def tag_id(rec: Any, body: Any, suffix: str) -> None:
+    """Append ``suffix`` to a record's id where it has one (keep-alive copies stay distinct)."""
+    for m in (rec, body):
+        if not isinstance(m, MAPPING):
+            continue
+        for k in ID_KEYS:
+            v = m.get(k)
+            if isinstance(v, (str, int)) and v != "":
+                m[k] = f"{v}{suffix}"
+                return
+
+
+def encode(records: Sequence[Any]) -> bytes:
+    """JSONL bytes of the records, one per line (non-ASCII kept, keys in their own order)."""
+    import json
+
+    out = []
+    for r in records:
+        try:
+            out.append(orjson.dumps(r))
+        except TypeError:  # integers beyond 64 bits
+            out.append(json.dumps(r, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
+    return b"\n".join(out) + (b"\n" if out else b"")
+
+
+def write(dest: str | Path, data: bytes) -> str:
+    """Write JSONL bytes atomically, gzipped when ``dest`` ends in ``.gz``."""
+    from ..fileio import write_atomic
+
+    if str(dest).endswith(".gz"):
+        data = gzip.compress(data, mtime=0)
+    write_atomic(dest, data)
+    return str(dest)

@@ -1,0 +1,396 @@
+"""A template's plan: every change its requests need, decided from the first pass (the
+templates, :class:`~.observe.TemplateStats`, the diagnosis's findings and the simulated rules),
+each with what it changes for the model.
+
+Changes (``Change.kind``):
+
+- ``move-slots``: a volatile span (time, date, ids, a nonce, the user's details, environment)
+  leaves the template and goes at the end of the newest user (or tool) turn, in the requests
+  that hold it; only the span moves (:mod:`.spans`);
+- ``sort-tools``, ``canonical-json`` (tool schemas), ``canonical-json-history`` (tool calls and
+  results in the conversation), ``sort-items`` (memories, retrieved items), ``sort-documents``;
+- ``summary-after-stable``: a compaction summary in the template goes after its stable parts;
+- ``history-batches``: a sliding history window is cut back in batches (:mod:`.history`);
+- ``add-breakpoints``, ``breakpoint-window``, ``mark-tool-results``: breakpoints where the
+  provider caches only at breakpoints (:mod:`.breakpoints`);
+- ``cache-key``: a stable ``prompt_cache_key`` per conversation (:mod:`.identity`);
+- ``pin-routing``: one upstream per template where a router spread its conversations;
+- ``lifetime``: the cheapest TTL, retention and keep-alive policy (:mod:`.lifetime`, added after
+  a first re-simulation);
+- ``append-only-history`` (advice): history truncated in a way the log cannot undo.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..pipeline import AuditResult
+from ..simulate.rules import load_providers
+from .breakpoints import Limits
+from .identity import pinned_upstream
+from .observe import Observer, TemplateStats
+from .templates import Template
+
+#: A slot that changes between more than this share of consecutive requests moves out of the
+#: template region even when its values look like no known volatile kind.
+CHANGE_RATE = 0.05
+#: Share of the ideal's shared tokens that breakpoint misses (after the last breakpoint, beyond
+#: the lookback, no breakpoint) must reach before logged breakpoints are placed again.
+BREAKPOINT_LOSS = 0.05
+#: Share of a template's requests that must continue an earlier one for it to count as
+#: conversational (a marker on the newest block pays only when a later turn reads it).
+CONVERSATIONAL = 0.1
+#: What a compaction summary looks like around its slot, or in its part's first line.
+SUMMARY = re.compile(r"\b(summary|summari[sz]ed|compact(ed|ion)|conversation so far|"
+                     r"earlier (in|of) (this|the) conversation|previous conversation)\b", re.IGNORECASE)
+#: Miss reasons that a better breakpoint placement recovers.
+BREAKPOINT_REASONS = ("after_last_breakpoint", "lookback", "no_breakpoint")
+
+
+@dataclass
+class Change:
+    """One proposed change to a template.
+
+    Attributes:
+        kind: see the module docstring.
+        where: the part path(s) it touches.
+        before, after: what the template looks like without and with it.
+        rationale: what changes for the model, and why it pays.
+        applied: False for advice that is not simulated, and for a withdrawn change.
+        withdrawn: the re-simulation found it costs more than it saves.
+    """
+
+    kind: str
+    where: str
+    before: str
+    after: str
+    rationale: str
+    applied: bool = True
+    withdrawn: bool = False
+
+    def to_record(self) -> dict[str, Any]:
+        """JSON record: ``kind``, ``where``, ``from``, ``to``, ``rationale``, ``applied``, ``withdrawn``."""
+        return {"kind": self.kind, "where": self.where, "from": self.before, "to": self.after,
+                "rationale": self.rationale, "applied": self.applied, "withdrawn": self.withdrawn}
+
+
+@dataclass
+class Plan:
+    """What to do to one template's requests (the rewriter reads it; :class:`Change` items
+    report it).
+
+    Attributes:
+        template: the template.
+        stats: what the first pass saw of it.
+        api: the request shape of its requests (``anthropic``, ``chat``, ``responses`` ...).
+        changes: the changes, in the order they are reported.
+        moves: part path → slot indices whose spans move to the newest turn.
+        tool_moves: tool part path → slot indices (spans inside a tool's description).
+        sort_items: part path → ``(first, last)`` slot runs whose lines are sorted.
+        documents: part paths whose retrieved documents are sorted.
+        summaries: template part paths holding a compaction summary (they go last).
+        sort_tools, canonical: one tool order; sorted keys in tool schemas.
+        canonical_history: sorted keys in the conversation's tool calls and results.
+        history_batch: messages a history window is cut back by, or 0.
+        breakpoints: ``add`` or ``window`` when the plan places breakpoints, else ``None``.
+        limits: the provider's breakpoint limits.
+        conversational: whether requests continue one another (a marker on the newest block).
+        stable: template part path → whether its text is one text across the template's
+            requests once the plan applies (the anchor goes after the stable ones).
+        cache_key: derive a key per conversation.
+        pin: the upstream to pin, or ``None``.
+        lifetime: the lifetime policy's ``setting`` (:class:`~.lifetime.Policy`), or ``None``.
+        marker_ttl: the TTL the log's breakpoints use (``"1h"``) where breakpoints are placed
+            again, else ``None`` (the default).
+        head: ``(parts, chained hash)`` of the leading conversation parts most requests share
+            (:meth:`~.observe.TemplateStats.stable_head`): stable content the anchor may end on.
+    """
+
+    template: Template
+    stats: TemplateStats
+    api: str = ""
+    changes: list[Change] = field(default_factory=list)
+    moves: dict[str, list[int]] = field(default_factory=dict)
+    tool_moves: dict[str, list[int]] = field(default_factory=dict)
+    sort_items: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    documents: set[str] = field(default_factory=set)
+    summaries: list[str] = field(default_factory=list)
+    sort_tools: bool = False
+    canonical: bool = False
+    canonical_history: bool = False
+    history_batch: int = 0
+    breakpoints: str | None = None
+    limits: Limits | None = None
+    conversational: bool = False
+    stable: dict[str, bool] = field(default_factory=dict)
+    cache_key: bool = False
+    pin: str | None = None
+    lifetime: dict[str, Any] | None = None
+    marker_ttl: str | None = None
+    head: tuple[int, int] | None = None
+
+    @property
+    def applies(self) -> bool:
+        """Whether any change rewrites requests."""
+        return any(c.applied for c in self.changes)
+
+    def active(self, kind: str) -> bool:
+        """Whether a change of ``kind`` is applied."""
+        return any(c.applied and c.kind == kind for c in self.changes)
+
+    def withdraw(self, kinds: tuple[str, ...] | None, why: str) -> None:
+        """Withdraw the applied changes of ``kinds`` (every change when ``None``)."""
+        for c in self.changes:
+            if c.applied and (kinds is None or c.kind in kinds):
+                c.applied = False
+                c.withdrawn = True
+                c.rationale += " " + why
+
+
+def _short(text: str, width: int = 90) -> str:
+    t = text.replace("\n", "⏎")
+    return t if len(t) <= width else t[:width - 1] + "…"
+
+
+def build(before: AuditResult, obs: Observer, templates: dict[tuple[str, ...], Template],
+          apis: dict[tuple[str, ...], str]) -> dict[tuple[str, ...], Plan]:
+    """Every template's plan (breakpoint and lifetime decisions included; a template without
+    changes gets an empty plan).
+
+    Args:
+        before: the audit of the log as it is.
+        obs: the first pass's observer.
+        templates: the inferred templates, by key.
+        apis: each template's request shape.
+    """
+    plans = {key: Plan(t, obs.stats.get(key) or TemplateStats(), apis.get(key, "")) for key, t in templates.items()}
+    loss = _breakpoint_loss(before, obs)
+    for key, plan in plans.items():
+        _content(plan, obs, key)
+    _from_findings(before, obs, plans)
+    for key, plan in plans.items():
+        plan.head = plan.stats.stable_head()
+        _history(plan)
+        _breakpoints(plan, loss.get(key, (0, 0)))
+        _routing(plan)
+    return plans
+
+
+def _content(plan: Plan, obs: Observer, key: tuple[str, ...]) -> None:
+    """Volatile spans, reordered items, summaries and tool order of one template."""
+    t = plan.template
+    region_paths = [p.path for p in t.parts]
+    for part in t.parts:
+        if part.kind == "param":
+            continue
+        moving = [s for s in part.slots if s.distinct > 1 and not s.reordered
+                  and (s.volatile or (s.change_rate > CHANGE_RATE and part.kind != "tool"))]
+        items = [s for s in part.slots if s.reordered]
+        plan.stable[part.path] = True
+        summary = part.kind == "system" and any(
+            s.distinct > 1 and not s.volatile and (SUMMARY.search(part.statics[s.index][-80:])
+                                                   or any(SUMMARY.search(e[:200]) for e in s.examples))
+            for s in part.slots)
+        if summary and part.path != region_paths[-1] and plan.api in ("anthropic", "chat"):
+            plan.summaries.append(part.path)
+            plan.stable[part.path] = False
+            plan.changes.append(Change(
+                "summary-after-stable", part.path, _short(part.skeleton()), "the same summary, after the template's "
+                "other parts", "The model reads the conversation summary after the rest of the instructions instead "
+                "of before them; the instructions stay identical across compactions and are read from the cache."))
+            continue
+        if items:
+            runs: dict[int, list[int]] = {}
+            for s in items:
+                runs.setdefault(s.group if s.group is not None else s.index, []).append(s.index)
+            plan.sort_items[part.path] = [(min(v), max(v)) for v in runs.values()]
+            plan.changes.append(Change(
+                "sort-items", part.path, "the same items in a different order per request",
+                "the items sorted within each group", "The model reads the same memories or retrieved items in "
+                "one fixed order (sorted by text) instead of by search score; state their relevance next to each "
+                "item if the order carried meaning."))
+        if not moving:
+            if any(s.distinct > 1 and not s.reordered for s in part.slots):
+                plan.stable[part.path] = False
+            continue
+        target = plan.tool_moves if part.kind == "tool" else plan.moves
+        target[part.path] = [s.index for s in moving]
+        names = ", ".join(sorted({s.name for s in moving}))
+        only = any(s.optional for s in moving)
+        tool = part.kind == "tool"
+        plan.changes.append(Change(
+            "move-slots", part.path, _short(part.skeleton()),
+            f"without the {names} span (the value with its label, within its line); the newest user turn ends "
+            "with it" + (", labelled with the tool's name" if tool else ""),
+            f"The model reads {names} at the end of the newest user message instead of in `{part.path}`"
+            + (" (after the tool's name in brackets, so it knows which tool the sentence belongs to; better "
+               "still, make the value deterministic)" if tool else "")
+            + "; everything before it stays identical across requests and is read from the cache."
+            + (" Requests that do not render it are left as they are." if only else "")))
+    orders, sets = obs.tool_orders.get(key, set()), obs.tool_sets.get(key, set())
+    if len(orders) > 1 and len(sets) == 1:
+        plan.sort_tools = True
+        plan.changes.append(Change("sort-tools", "tools", f"{len(orders)} different orders of the same tools",
+                                   "tools sorted by name", "The model sees the same tools in one fixed order; "
+                                   "tool choice does not depend on their order."))
+    if plan.stats.json_drift:
+        plan.canonical_history = True
+        plan.changes.append(Change(
+            "canonical-json-history", "tool calls and results", f"{plan.stats.json_drift:,} re-sent JSON parts in "
+            "another key order", "keys sorted, as first sent", "The model reads the same arguments and results; "
+            "only the key order is fixed, so re-sent history is byte-identical."))
+
+
+def _from_findings(before: AuditResult, obs: Observer, plans: dict[tuple[str, ...], Plan]) -> None:
+    """Causes the diagnosis found, attached to the template of their first request."""
+    by_index = {o.index: o for o in before.outcomes}
+    for f in before.findings:
+        key = obs.key_of.get(f.first_request)
+        ns = by_index[f.first_request].namespace if f.first_request in by_index else None
+        targets = [k for k in plans if plans[k].template.namespace == ns] if ns else []
+        plan = plans.get(key) if key else None
+        rid = f.rule.id
+        if rid == "json-key-order" and plan and not plan.canonical and (f.segment or "").startswith("tools"):
+            plan.canonical = True
+            plan.changes.append(Change("canonical-json", "tools", "keys in varying order", "keys sorted",
+                                       "The same schemas and arguments, serialized with sorted keys; their meaning "
+                                       "is unchanged."))
+        elif rid == "json-key-order" and plan and not plan.canonical_history:
+            plan.canonical_history = True
+            plan.changes.append(Change(
+                "canonical-json-history", f.segment or "messages", "re-sent JSON in varying key order",
+                "keys sorted", "The model reads the same arguments and results; only the key order is fixed."))
+        elif rid == "tools-reordered" and plan and not plan.sort_tools:
+            plan.sort_tools = True
+            plan.changes.append(Change("sort-tools", "tools", "tools in varying order", "tools sorted by name",
+                                       "The model sees the same tools in one fixed order."))
+        elif rid == "documents-reordered" and f.segment:
+            for k in targets or ([key] if key else []):
+                if f.segment not in plans[k].documents:
+                    plans[k].documents.add(f.segment)
+                    plans[k].changes.append(Change(
+                        "sort-documents", f.segment, "retrieved documents in score order",
+                        "the same documents in a stable order (by content)",
+                        "The model reads the same documents in a fixed order instead of by relevance score; if "
+                        "the order carries meaning, state the relevance next to each document."))
+        elif rid == "cache-key-unique":
+            for k in targets or ([key] if key else []):
+                plans[k].cache_key = True
+        elif rid == "history-truncated" and plan and not plan.stats.shifted:
+            plan.changes.append(Change(
+                "append-only-history", f.segment or "messages", "history truncated from the front",
+                "history appended, compacted rarely", "The model keeps seeing the whole conversation until a "
+                "rare, large compaction; not simulated (the dropped turns are not in the log).", applied=False))
+
+
+def _history(plan: Plan) -> None:
+    st = plan.stats
+    if st.shifted < 2 or not st.window:
+        return
+    size = max(st.window, key=lambda n: st.window[n])
+    batch = max(2, size // 2)
+    plan.history_batch = batch
+    plan.changes.append(Change(
+        "history-batches", "messages", f"a {size}-message window that drops its oldest message every turn "
+        f"({st.shifted:,} requests)", f"the window's start kept fixed; {batch} messages dropped at once when it "
+        f"reaches {size}", f"The model sees the newest {size - batch} to {size} messages of the conversation instead "
+        f"of always {size}; between cuts the history only grows, so each turn reads the previous one from the cache."))
+
+
+def _breakpoint_loss(before: AuditResult, obs: Observer) -> dict[tuple[str, ...], tuple[int, int]]:
+    """Per template: (tokens breakpoint placement lost, tokens the ideal shares)."""
+    out: dict[tuple[str, ...], list[int]] = {}
+    for o in before.outcomes:
+        key = obs.key_of.get(o.index)
+        if key is None:
+            continue
+        acc = out.setdefault(key, [0, 0])
+        acc[1] += o.shared_prefix_tokens
+        if o.miss_reason in BREAKPOINT_REASONS:
+            acc[0] += max(0, o.shared_prefix_tokens - o.cached_tokens)
+    return {k: (v[0], v[1]) for k, v in out.items()}
+
+
+def _breakpoints(plan: Plan, loss: tuple[int, int]) -> None:
+    """Breakpoints for providers that cache only at breakpoints (the rules' ``mode``)."""
+    st = plan.stats
+    r = st.rules
+    if r is None or r.mode != "breakpoints" or plan.api != "anthropic" or not st.requests:
+        return
+    plan.limits = Limits(int(r.max_breakpoints or 4), int(r.lookback or 20))
+    plan.conversational = st.continues >= max(1, CONVERSATIONAL * st.requests)
+    ttls = [t for t in st.marker_ttls if t]
+    plan.marker_ttl = "1h" if ttls and max(st.marker_ttls, key=lambda t: st.marker_ttls[t]) >= 3600 else None
+    window = ("anchor on the template's last stable block" + (
+        ", then the newest stable block and one marker every "
+        f"{plan.limits.lookback} blocks back" if plan.conversational else "") +
+        f", at most {plan.limits.max_breakpoints}")
+    if not st.marked and not st.automatic:
+        plan.breakpoints = "add"
+        plan.changes.append(Change(
+            "add-breakpoints", "cache_control", "no breakpoint: nothing is cached", window,
+            f"Nothing changes for the model. {r.provider} caches only at breakpoints, and these requests set "
+            "none; the anchor caches tools and system prompt for every request"
+            + (", the newest block caches each turn for the next one." if plan.conversational else ".")))
+        return
+    moved = bool(plan.moves or plan.tool_moves or plan.summaries)
+    lost, shared = loss
+    head = st.stable_head()
+    if st.unmarked_tool_tail and st.unmarked_tool_tail >= CONVERSATIONAL * st.requests:
+        plan.breakpoints = "window"
+        plan.changes.append(Change(
+            "mark-tool-results", "cache_control", f"{st.unmarked_tool_tail:,} requests end with a turn of tool "
+            "results that carries no breakpoint", window + " (a turn of tool results is marked like any other)",
+            "Nothing changes for the model; each tool round reads the previous one from the cache."))
+    elif plan.conversational and st.unmarked_tail >= CONVERSATIONAL * st.requests:
+        plan.breakpoints = "window"
+        plan.changes.append(Change(
+            "breakpoint-window", "cache_control", f"{st.unmarked_tail:,} requests of a conversation carry no "
+            "breakpoint on their newest turn, so the next turn reads none of the history", window,
+            "Nothing changes for the model; each turn reads the previous one from the cache."))
+    elif shared and lost >= BREAKPOINT_LOSS * shared:
+        plan.breakpoints = "window"
+        plan.changes.append(Change(
+            "breakpoint-window", "cache_control", f"breakpoints that miss {lost:,} of {shared:,} shared tokens "
+            "(after the last breakpoint, beyond the lookback)", window,
+            "Nothing changes for the model; the breakpoints move with the conversation, within the provider's "
+            "limit, so every turn reads the one before it."))
+    elif moved and st.automatic and not st.marked:
+        plan.breakpoints = "window"
+        plan.changes.append(Change(
+            "breakpoint-window", "cache_control", "automatic caching (the breakpoint on the last block, which now "
+            "ends with the moved text)", window, "Nothing changes for the model; the breakpoint stays on stable "
+            "content."))
+    elif moved or head:
+        plan.breakpoints = "window"
+        what = "the blocks the moved spans leave stable" if moved else f"the {head[0]} leading conversation " \
+            "block(s) most requests share"
+        plan.changes.append(Change(
+            "breakpoint-window", "cache_control", "breakpoints as logged, before " + what,
+            window.replace("template's last stable block", "last stable block, " + what),
+            "Nothing changes for the model; the anchor ends after all the content the template's requests share."))
+
+
+def _routing(plan: Plan) -> None:
+    st = plan.stats
+    pf = load_providers().get(st.provider)
+    keyed = pf is not None and "cache_key" in pf.namespace and plan.api in ("chat", "responses")
+    if plan.cache_key and keyed:
+        plan.changes.append(Change(
+            "cache-key", "prompt_cache_key", "a key per request", "one key per conversation: pc- and a fingerprint "
+            "of " + ("the session the log names" if st.identified else "the conversation's first message"),
+            "Nothing changes for the model; every turn of a conversation is routed to the cache machine that "
+            "holds its prefix."))
+    else:
+        plan.cache_key = False
+    up = pinned_upstream(st.upstreams)
+    if up is not None and st.spread and plan.api in ("chat", "responses"):
+        plan.pin = up
+        plan.changes.append(Change(
+            "pin-routing", "provider", f"{len(st.upstreams)} upstreams; {st.spread:,} requests served by another "
+            "than their conversation's previous one", f'provider.order ["{up}"], allow_fallbacks false',
+            "Nothing changes for the model (the same model, served by one upstream); each upstream keeps its own "
+            "cache. Not simulated: the simulation does not model per-upstream caches, so the saving is the "
+            f"requests that moved ({st.spread:,}) re-reading their prefix, an estimate.", applied=True))

@@ -1,0 +1,462 @@
+"""Apply a template's plan to one logged record: the edits, in an order that keeps every part
+path valid while it is used, then the record read again and its breakpoints placed on what it
+now holds.
+
+1. text edits by path: volatile spans out of the template (:mod:`.spans`), items sorted, documents
+   sorted, JSON keys in the conversation sorted;
+2. the moved spans appended to the newest user (or tool) turn;
+3. structure: summaries after the stable template parts, emptied Anthropic blocks removed, tools
+   sorted or canonical, the oldest history messages cut in batches (:mod:`.history`);
+4. routing and lifetime fields: ``prompt_cache_key``, ``provider.order``,
+   ``prompt_cache_retention``;
+5. breakpoints (Anthropic bodies): the record is read again, and the anchor, the newest stable
+   block and the window behind it are marked (:mod:`.breakpoints`), with the lifetime's TTLs.
+
+A request its template's pattern does not match keeps its content; it is counted as unmatched.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..content import stable_documents
+from ..errors import BadRecord
+from ..model import Request
+from . import edits
+from .breakpoints import place
+from .conversations import Conversations, Link, Windows, conversation, messages
+from .history import Batches
+from .identity import conversation_identity, derived_key
+from .logio import body_of, drop_usage
+from .plan import Plan
+from .spans import take
+from .templates import TemplateIndex, line_span, region, sort_lines
+
+
+@dataclass
+class Rewritten:
+    """What rewriting one record gave.
+
+    Attributes:
+        record: the record to write (the input's own when nothing changed).
+        changed: whether anything changed.
+        request: the request as the proposed record holds it (read again when changed).
+        link: its place in its conversation, in the proposed log.
+        anchor: path of the last part of its template's stable content (the anchor), or ``None``.
+    """
+
+    record: Any
+    changed: bool
+    request: Request
+    link: Link | None
+    anchor: str | None = None
+
+
+@dataclass
+class Rewriter:
+    """Applies plans to records in the audit's order (history batches and conversations need it).
+
+    Attributes:
+        plans: plan per template key.
+        index: the template index of the first pass.
+        reparse: reads a rewritten record back: ``reparse(record, original request) ->
+            Request | None``.
+        unmatched: per template id, requests whose text did not match their template.
+    """
+
+    plans: dict[tuple[str, ...], Plan]
+    index: TemplateIndex
+    reparse: Callable[[Any, Request], Request | None]
+    unmatched: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.conversations = Conversations()
+        self.windows = Windows()
+        self.batches: dict[tuple[str, ...], Batches] = {}
+        self._windows: dict[tuple[str, ...], Windows] = {}
+
+    def key_of(self, req: Request) -> tuple[str, ...]:
+        """A request's template key (the first pass's families)."""
+        return self.index.key_for(req)
+
+    def rewrite(self, rec: Any, req: Request) -> Rewritten:
+        """Rewrite one record (a copy; ``rec`` is left as it is) for its request's template."""
+        from .logio import copy_record
+
+        self._appended = False
+        self._region_order = [p.path for p in region(req)]
+        key = self.key_of(req)
+        plan = self.plans.get(key)
+        if plan is None or not plan.applies:
+            reg = region(req)
+            anchor = reg[-1].path if reg else None
+            return Rewritten(rec, False, req, self.conversations.link(req, key), anchor)
+        new = copy_record(rec)
+        located = body_of(new)
+        if located is None:
+            return Rewritten(rec, False, req, self.conversations.link(req, key))
+        body, put_back = located
+        changed = self._edit(plan, body, req, key)
+        final = req
+        if changed:
+            put_back()
+            drop_usage(new)
+            got = self.reparse(new, req)
+            if got is None:
+                return Rewritten(rec, False, req, self.conversations.link(req, key))
+            final = got
+        if self._bp_active(plan):
+            if self._place_breakpoints(plan, body, final):
+                put_back()
+                drop_usage(new)
+                changed = True
+                final = self.reparse(new, req) or final
+        elif plan.lifetime and ("anchor_ttl" in plan.lifetime) and plan.active("lifetime"):
+            if self._set_ttls(plan, body):
+                put_back()
+                drop_usage(new)
+                changed = True
+                final = self.reparse(new, req) or final
+        at = self._anchor(plan, final)
+        return Rewritten(new if changed else rec, changed, final, self.conversations.link(final, key),
+                         final.parts[at].path if at is not None else None)
+
+    @staticmethod
+    def _bp_active(plan: Plan) -> bool:
+        return any(c.applied and c.kind in ("add-breakpoints", "breakpoint-window", "mark-tool-results")
+                   for c in plan.changes)
+
+    # -- 1-4: content and fields ------------------------------------------------------------
+
+    def _edit(self, plan: Plan, body: dict[str, Any], req: Request, key: tuple[str, ...]) -> bool:
+        t = plan.template
+        parts_by_path = {p.path: p for p in t.parts}
+        changed = False
+        self._appended = False
+        order = [p.path for p in region(req)]
+        moved: list[str] = []
+        emptied: list[str] = []
+        if plan.active("move-slots"):
+            for path, slots in plan.moves.items():
+                got = self._take(plan, body, path, parts_by_path[path], slots)
+                if got is None:
+                    continue
+                rest, texts = got
+                if texts:
+                    edits.set_text(body, path, rest)
+                    moved.extend(texts)
+                    changed = True
+                    if not rest.strip() and plan.api == "anthropic":
+                        emptied.append(path)
+            for path, slots in plan.tool_moves.items():
+                texts = self._take_from_tool(plan, body, path, parts_by_path[path], slots)
+                if texts:
+                    moved.extend(texts)
+                    changed = True
+        if plan.active("sort-items"):
+            for path, slots in plan.sort_items.items():
+                changed |= self._sort_items(plan, body, path, parts_by_path[path], slots)
+        if plan.active("sort-documents"):
+            for path in plan.documents:
+                try:
+                    text = edits.get_text(body, path)
+                except BadRecord:
+                    continue
+                new = stable_documents(text)
+                if new != text:
+                    edits.set_text(body, path, new)
+                    changed = True
+        if plan.canonical_history and (plan.active("canonical-json-history")):
+            for p in conversation(req):
+                if p.kind in ("tool_call", "tool_result"):
+                    try:
+                        changed |= edits.canonicalize(body, p.path, p.kind)
+                    except BadRecord:
+                        continue
+        if moved:
+            self._appended = self._append(plan, body, req, "\n\n".join(moved))
+            changed |= self._appended
+        if plan.summaries and plan.active("summary-after-stable") and self._summaries_last(plan, body):
+            changed = True
+            order = [p for p in order if p not in plan.summaries] + [p for p in order if p in plan.summaries]
+        for path in sorted(emptied, key=lambda p: edits.steps(p), reverse=True):
+            try:
+                if path == "system":
+                    del body["system"]
+                else:
+                    edits.remove(body, path)
+                changed = True
+                order.remove(path)
+            except (BadRecord, KeyError, ValueError):
+                continue
+        self._region_order = order
+        if plan.active("sort-tools") and isinstance(body.get("tools"), list):
+            new_tools = sorted(body["tools"], key=edits.tool_name)
+            changed |= new_tools != body["tools"]
+            body["tools"] = new_tools
+        if plan.active("canonical-json") and isinstance(body.get("tools"), list):
+            new_tools = [edits.sort_keys_deep(x) for x in body["tools"]]
+            changed |= json.dumps(new_tools) != json.dumps(body["tools"])
+            body["tools"] = new_tools
+        if plan.history_batch and plan.active("history-batches"):
+            changed |= self._cut_history(plan, body, req, key)
+        if plan.cache_key and plan.active("cache-key"):
+            ident = conversation_identity(req)
+            if ident is not None:
+                k = derived_key(t.id, ident[1])
+                if body.get("prompt_cache_key") != k:
+                    body["prompt_cache_key"] = k
+                    changed = True
+        if plan.pin and plan.active("pin-routing"):
+            prov = body.get("provider") if isinstance(body.get("provider"), dict) else {}
+            want = {**prov, "order": [plan.pin], "allow_fallbacks": False}
+            if body.get("provider") != want:
+                body["provider"] = want
+                changed = True
+        if plan.lifetime and "retention" in plan.lifetime and plan.active("lifetime"):
+            if body.get("prompt_cache_retention") != plan.lifetime["retention"]:
+                body["prompt_cache_retention"] = plan.lifetime["retention"]
+                changed = True
+        return changed
+
+    def _take(self, plan: Plan, body: dict[str, Any], path: str, part: Any, slots: list[int]) -> tuple[str, list[str]] | None:
+        try:
+            text = edits.get_text(body, path)
+        except BadRecord:
+            return None
+        m = part.pattern().match(text)
+        if m is None:
+            self.unmatched[plan.template.id] = self.unmatched.get(plan.template.id, 0) + 1
+            return None
+        return take(text, [m.span(i + 1) for i in slots])
+
+    def _take_from_tool(self, plan: Plan, body: dict[str, Any], path: str, part: Any, slots: list[int]) -> list[str]:
+        """Spans inside a tool definition's strings (its description): the value the slot holds
+        in the tool's JSON text is found in the one string of the body's tool that holds it."""
+        try:
+            tool = edits.get(body, path)
+        except BadRecord:
+            return []
+        text = json.dumps(tool, ensure_ascii=False, separators=(",", ":"))
+        m = part.pattern().match(text)
+        if m is None:
+            from ..ingest.common import stable_json
+
+            m = part.pattern().match(stable_json({k: v for k, v in tool.items() if k != "cache_control"}))
+        if m is None:
+            self.unmatched[plan.template.id] = self.unmatched.get(plan.template.id, 0) + 1
+            return []
+        out = []
+        for i in slots:
+            v = m.group(i + 1)
+            if not v.strip():
+                continue
+            try:
+                raw = json.loads(f'"{v}"')
+            except ValueError:
+                raw = v
+            holders = [(c, k) for c, k in edits.string_leaves(tool) if raw in c[k]]
+            if len(holders) != 1 or c_count(holders[0], raw) != 1:
+                continue
+            c, k = holders[0]
+            at = c[k].index(raw)
+            rest, texts = take(c[k], [(at, at + len(raw))])
+            if texts:
+                c[k] = rest
+                name = edits.tool_name(tool)
+                out.extend(f"[{name} tool] {x}" for x in texts)
+        return out
+
+    def _sort_items(self, plan: Plan, body: dict[str, Any], path: str, part: Any, runs: list[tuple[int, int]]) -> bool:
+        try:
+            text = edits.get_text(body, path)
+        except BadRecord:
+            return False
+        m = part.pattern().match(text)
+        if m is None:
+            self.unmatched[plan.template.id] = self.unmatched.get(plan.template.id, 0) + 1
+            return False
+        new = text
+        for first, last in sorted(runs, key=lambda r: m.start(r[0] + 1), reverse=True):
+            a = line_span(text, m.span(first + 1))[0]
+            b = line_span(text, m.span(last + 1))[1]
+            new = new[:a] + sort_lines(a, b, text) + new[b:]
+        if new != text:
+            edits.set_text(body, path, new)
+            return True
+        return False
+
+    @staticmethod
+    def _newest_turn(req: Request) -> tuple[str, int] | None:
+        conv = conversation(req)
+        for p in reversed(conv):
+            if p.role in ("user", "tool", "function") or p.kind == "tool_result":
+                return edits.message_of(p.path)
+        return None
+
+    def _append(self, plan: Plan, body: dict[str, Any], req: Request, text: str) -> bool:
+        where = self._newest_turn(req)
+        if where is None:
+            return False
+        try:
+            edits.append_text(body, plan.api, where, text)
+        except BadRecord:
+            return False
+        return True
+
+    def _summaries_last(self, plan: Plan, body: dict[str, Any]) -> bool:
+        changed = False
+        for path in plan.summaries:
+            st = edits.steps(path)
+            if plan.api == "anthropic" and st[:1] == ["system"] and len(st) == 2 and isinstance(body.get("system"), list):
+                blocks = body["system"]
+                if st[1] < len(blocks) - 1:
+                    blocks.append(blocks.pop(st[1]))
+                    changed = True
+            elif plan.api == "chat" and st[:1] == ["messages"] and isinstance(body.get("messages"), list):
+                msgs = body["messages"]
+                i = st[1]
+                j = i
+                while j + 1 < len(msgs) and isinstance(msgs[j + 1], dict) and msgs[j + 1].get("role") in ("system", "developer"):
+                    j += 1
+                if j > i:
+                    msgs.insert(j, msgs.pop(i))
+                    changed = True
+        return changed
+
+    def _cut_history(self, plan: Plan, body: dict[str, Any], req: Request, key: tuple[str, ...]) -> bool:
+        wins = self._windows.setdefault(key, Windows())
+        win = wins.observe(req, key)
+        batches = self.batches.setdefault(key, Batches(plan.history_batch))
+        conv = conversation(req)
+        drop = batches.keep_from(win, conv)
+        if not drop:
+            return False
+        msgs = messages(conv)
+        gone = [m for m, _ in msgs[:drop] if m is not None]
+        if not gone:
+            return False
+        list_key = edits.message_of(msgs[0][1][0].path)
+        if list_key is None:
+            return False
+        lst = body.get(list_key[0])
+        if not isinstance(lst, list):
+            return False
+        lo, hi = min(gone), max(gone)
+        del lst[lo:hi + 1]
+        return True
+
+    # -- 5: breakpoints ---------------------------------------------------------------------
+
+    def _place_breakpoints(self, plan: Plan, body: dict[str, Any], req: Request) -> bool:
+        """Mark the anchor, the newest stable block and the window behind it; True if the body
+        changed."""
+        limits = plan.limits
+        if limits is None:
+            return False
+        parts = list(req.parts)
+        n_reg = len(region(req))
+        anchor = self._anchor(plan, req)
+        newest = None
+        if plan.conversational and len(parts) > n_reg:
+            appended = self._appended_index(req) if self._appended else None
+            for i in range(len(parts) - 1, n_reg - 1, -1):
+                if i == appended:
+                    continue
+                newest = i
+                break
+        marks = place(len(parts), anchor, newest, limits, lambda i: edits.markable(body, parts[i].path))
+        before = json.dumps(body, sort_keys=True)
+        edits.strip_breakpoints(body)
+        life = plan.lifetime or {}
+        default = plan.marker_ttl
+        for i in sorted(marks, reverse=True):
+            level = "anchor_ttl" if anchor is not None and i <= anchor else "window_ttl"
+            ttl = life.get(level, default) if plan.active("lifetime") else default
+            try:
+                edits.mark(body, parts[i].path, ttl if ttl != "5m" else None)
+            except BadRecord:
+                continue
+        return json.dumps(body, sort_keys=True) != before
+
+    def _anchor(self, plan: Plan, req: Request) -> int | None:
+        """Index of the anchor: the last part of the template's stable region, extended over the
+        conversation head most requests share when this request starts with it."""
+        from .observe import head_chain
+
+        reg = region(req)
+        order = self._region_order if len(self._region_order) == len(reg) else [p.path for p in reg]
+        anchor = None
+        for i, path in enumerate(order):
+            if not self._stable(plan, path):
+                return anchor
+            anchor = i
+        if plan.head is not None:
+            n, h = plan.head
+            chain = head_chain(req, self.key_of_plan(plan), n)
+            if len(chain) == n and chain[-1] == h:
+                anchor = len(reg) + n - 1
+        return anchor
+
+    def key_of_plan(self, plan: Plan) -> tuple[str, ...]:
+        """The template key of a plan."""
+        return plan.template.key
+
+    def _stable(self, plan: Plan, path: str) -> bool:
+        if path.startswith("tools"):
+            return plan.stable.get(path, True) or plan.sort_tools or plan.canonical
+        return plan.stable.get(path, path not in plan.summaries)
+
+    @staticmethod
+    def _appended_index(req: Request) -> int | None:
+        """Index of the part that holds the moved spans: the last part of the newest turn."""
+        conv = conversation(req)
+        for p in reversed(conv):
+            if p.role in ("user", "tool", "function") or p.kind == "tool_result":
+                return req.parts.index(p)
+        return None
+
+    def _set_ttls(self, plan: Plan, body: dict[str, Any]) -> bool:
+        """The lifetime's TTLs on the log's own breakpoints: the anchor's on tools and system,
+        the conversation's on message blocks."""
+        life = plan.lifetime or {}
+        changed = False
+        for section, ttl in (("tools", life.get("anchor_ttl")), ("system", life.get("anchor_ttl")),
+                             ("messages", life.get("window_ttl"))):
+            if ttl is None:
+                continue
+            v = body.get(section)
+            if isinstance(v, (list, dict)):
+                holder = {"x": v}
+                if ttl == "5m":
+                    n = _drop_ttl(holder)
+                else:
+                    n = edits.set_ttl(holder, ttl)
+                changed |= n > 0
+        return changed
+
+
+def c_count(holder: tuple[Any, Any], raw: str) -> int:
+    """How often ``raw`` occurs in the string at ``holder``."""
+    c, k = holder
+    return c[k].count(raw)
+
+
+def _drop_ttl(v: Any) -> int:
+    """Set every ``cache_control`` under ``v`` to the default 5-minute TTL; returns how many
+    changed."""
+    n = 0
+    stack = [v]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            cc = x.get("cache_control")
+            if isinstance(cc, dict) and "ttl" in cc:
+                del cc["ttl"]
+                n += 1
+            stack.extend(x.values())
+        elif isinstance(x, list):
+            stack.extend(x)
+    return n
