@@ -70,8 +70,11 @@ def text_chunks(text: str, size: int = 4096) -> list[str]:
     end = len(text)
     target = end - size
     while target > 0:
-        m = _CUT.search(text, target, end)
-        if m is not None:
+        # Only this window is searched (linear in the text's length): a cut found in the next
+        # window on would be the first one there, which the last step made already or found
+        # none of. A cut looks at most two characters past where its match starts.
+        m = _CUT.search(text, target, min(end, target + size + 2))
+        if m is not None and m.start() < target + size:
             p = m.end()  # after the newline, or at the space
             if 0 < p < end:
                 cuts.append(p)
