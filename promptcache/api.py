@@ -51,10 +51,15 @@ class Audit:
 
     Args:
         result: the audit result.
+        inputs: the files it read besides the logs (a prices file, a tokenizer).
+
+    Attributes:
+        files_read: the logs and ``inputs``: :meth:`to_html` never writes over one of them.
     """
 
-    def __init__(self, result: AuditResult):
+    def __init__(self, result: AuditResult, inputs: Sequence[str | Path | None] = ()):
         self.result = result
+        self.files_read = [*(i.path for i in result.inputs), *inputs]
         self._record: dict[str, Any] | None = None
 
     def __getattr__(self, name: str) -> Any:
@@ -118,14 +123,18 @@ class Audit:
         return to_frame(cols, rows)
 
     def to_html(self, path: str | Path | None = None, *, title: str | None = None) -> str:
-        """The self-contained HTML report; written atomically to ``path`` when given."""
+        """The self-contained HTML report; written atomically to ``path`` when given.
+
+        Raises:
+            ConfigError: when ``path`` is one of the audit's inputs (:attr:`files_read`).
+        """
         from .report.html import render_html
 
         html = render_html(self.record(), title=title)
         if path is not None:
             from .fileio import write_atomic
 
-            write_atomic(path, html)
+            write_atomic(path, html, inputs=self.files_read)
         return html
 
     def to_markdown(self) -> str:
@@ -144,12 +153,13 @@ class Proposals:
 
     Args:
         result: the proposal result.
+        inputs: as for :class:`Audit`.
     """
 
-    def __init__(self, result: Any):
+    def __init__(self, result: Any, inputs: Sequence[str | Path | None] = ()):
         self.result = result
-        self.before = Audit(result.before)
-        self.after = Audit(result.after)
+        self.before = Audit(result.before, inputs)
+        self.after = Audit(result.after, inputs)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
@@ -181,14 +191,19 @@ class Proposals:
     proposals_frame = to_pandas
 
     def to_html(self, path: str | Path | None = None, *, title: str | None = None) -> str:
-        """The HTML report of the audit before, with the proposals; written to ``path`` when given."""
+        """The HTML report of the audit before, with the proposals; written atomically to
+        ``path`` when given.
+
+        Raises:
+            ConfigError: when ``path`` is one of the inputs (:attr:`Audit.files_read`).
+        """
         from .report.html import render_html
 
         html = render_html(self.before.record(), self.records(), after=self._after_summary(), title=title)
         if path is not None:
             from .fileio import write_atomic
 
-            write_atomic(path, html)
+            write_atomic(path, html, inputs=self.before.files_read)
         return html
 
     def to_markdown(self) -> str:
@@ -257,7 +272,7 @@ def audit(paths: PathsLike, *, progress: Callable[[int], None] | None = None, **
         InputError: for unreadable files, or malformed records with ``strict``.
     """
     o = opts.pop("options", None) or options(**opts)
-    return Audit(_audit(_paths(paths), o, progress=progress))
+    return Audit(_audit(_paths(paths), o, progress=progress), [o.prices_file, o.tokenizer])
 
 
 def propose(paths: PathsLike, *, write: str | Path | None = None, progress: Callable[[int], None] | None = None,
@@ -280,7 +295,11 @@ def propose(paths: PathsLike, *, write: str | Path | None = None, progress: Call
     from .propose.engine import propose as _propose
 
     o = opts.pop("options", None) or options(**opts)
-    return Proposals(_propose(_paths(paths), o, write=write, progress=progress))
+    if write is not None:
+        from .fileio import refuse_inputs
+
+        refuse_inputs({"write": write}, [*_paths(paths), o.prices_file, o.tokenizer])
+    return Proposals(_propose(_paths(paths), o, write=write, progress=progress), [o.prices_file, o.tokenizer])
 
 
 def export_trace(paths: PathsLike, output: str | Path | None = None, *, to: str = "mooncake",
@@ -312,7 +331,7 @@ def export_trace(paths: PathsLike, output: str | Path | None = None, *, to: str 
     if output is not None:
         from .fileio import refuse_inputs
 
-        refuse_inputs([output], _paths(paths))
+        refuse_inputs({"output": output}, [*_paths(paths), salt_file, o.prices_file, o.tokenizer])
     key = salt if salt is not None else load_salt(salt_file)
     res = _export(_paths(paths), o, to=to, block_tokens=block_tokens, salt=key)
     if output is not None:

@@ -54,8 +54,8 @@ def audit_cmd(
 ) -> int:
     """Simulate each provider's or engine's prompt cache over request logs, price every scenario,
     and say what breaks the cache."""
-    refuse_inputs([output], logs)
-    refuse_inputs([write_proposed], logs, flag="--write-proposed")
+    refuse_inputs({"--output": output, "--write-proposed": write_proposed},
+                  [*logs, prices, tokenizer, verify_model])
     if fmt is Format.parquet and output is None:
         raise ConfigError("--format parquet writes a binary file: give it --output FILE")
     if fmt in (Format.csv, Format.parquet) and table is Table.proposals:

@@ -39,7 +39,8 @@ def export_cmd(
     from ..export.mooncake import dumps, export, load_salt, write_trace
     from ..fileio import refuse_inputs
 
-    refuse_inputs([output], logs)
+    created = salt_file if salt_file is not None and not salt_file.exists() else None  # else read
+    refuse_inputs({"--output": output, "--salt-file": created}, [*logs, tokenizer, salt_file])
 
     opts = audit_options(cache_model=cache_model, tokenizer=tokenizer, ttl=None, capacity_tokens=None,
                          block_size=None, prices=None, model=model, input_format=input_format,

@@ -58,7 +58,7 @@ def replay_cmd(
     """
     from ..replay import ReplayOptions, parse_size, render_replay, replay_record, verify
 
-    refuse_inputs([output], [*logs, *(proposed or [])])
+    refuse_inputs({"--output": output}, [*logs, *(proposed or []), model, tokenizer])
     err = console(stderr=True)
     opts = ReplayOptions(
         engine=engine, model=model, tokenizer=tokenizer, block_size=block_size, kv_budget_bytes=parse_size(kv_budget),
