@@ -180,8 +180,16 @@ def write_all(fd: int, data: bytes | memoryview) -> None:
         view = view[os.write(fd, view):]
 
 
+def _is_terminal(stream: object) -> bool:
+    try:
+        return bool(stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
 def emit(data: str, output: str | Path | None, *, inputs: Iterable[str | Path] = ()) -> None:
-    """Write a text report to ``output`` (atomically) or, when ``None``, to stdout.
+    """Write a text report to ``output`` (atomically) or, when ``None``, to stdout; on a
+    terminal, with control characters escaped (:func:`promptcache.report.terminal.safe`).
 
     Raises:
         ConfigError: when ``output`` is one of ``inputs``.
@@ -193,6 +201,10 @@ def emit(data: str, output: str | Path | None, *, inputs: Iterable[str | Path] =
     if not data.endswith("\n"):
         data += "\n"
     out = sys.stdout
+    if _is_terminal(out):
+        from .report.terminal import safe
+
+        data = safe(data)
     try:
         out.flush()
         try:

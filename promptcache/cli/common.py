@@ -12,7 +12,7 @@ from rich.console import Console
 from ..errors import OutputClosed
 from ..pipeline import AuditOptions
 from ..ingest import ReadOptions, available_formats
-from ..report.terminal import console
+from ..report.terminal import SafeConsole, console
 
 T = TypeVar("T")
 
@@ -90,7 +90,7 @@ def with_progress(label: str, fn: Callable[[Callable[[int], None] | None], T]) -
         return fn(lambda k: bar.update(task, description=f"{label}: {k:,} requests"))
 
 
-class _ReportConsole(Console):
+class _ReportConsole(SafeConsole):
     """A console whose closed output pipe (``promptcache audit LOG | head``) surfaces as
     :class:`~promptcache.errors.OutputClosed` (exit 141), not Rich's exit 1, which would read
     as "findings at or above --fail-on"."""
@@ -102,7 +102,8 @@ class _ReportConsole(Console):
 
 def report_console(width: int = 130, **kwargs: Any) -> Console:
     """The console for text reports on stdout: the terminal's width, or ``width`` columns when
-    piped; extra keyword arguments go to :class:`rich.console.Console`."""
+    piped; control characters in the text escaped (:class:`~promptcache.report.terminal.SafeConsole`);
+    extra keyword arguments go to :class:`rich.console.Console`."""
     kwargs.setdefault("soft_wrap", False)
     kwargs.setdefault("emoji", False)  # see report.terminal.console
     out = _ReportConsole(**kwargs)

@@ -20,6 +20,7 @@ from typing import Any, TextIO
 
 from ..diagnose.rules import Rule
 from ..lint.engine import LintRun
+from .jsontext import escape_controls
 from ..lint.model import LintFinding
 from .lint_records import RULE_DOCS
 
@@ -123,4 +124,4 @@ def sarif(run: LintRun) -> dict[str, Any]:
 
 def render(run: LintRun, out: TextIO) -> None:
     """Write the SARIF log."""
-    out.write(json.dumps(sarif(run), indent=1, ensure_ascii=False) + "\n")
+    out.write(escape_controls(json.dumps(sarif(run), indent=1, ensure_ascii=False)) + "\n")

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .numbers import pct, usd
+from .terminal import safe
 
 LABELS = {"no_cache": "no cache", "reported": "reported (log usage)", "simulated": "simulated rules",
           "ideal": "ideal (unbounded, no minimum)"}
@@ -21,11 +22,12 @@ _SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 def md(v: Any, width: int | None = None) -> str:
     """Escape a value for Markdown text and table cells: backslash-escapes Markdown
     punctuation (``|``, backticks, ``*``, ``_``, brackets ...), turns ``<``/``&`` into entities,
-    line breaks into ``⏎``, and ``@`` into ``@`` + zero-width space (no mentions). Long text is
-    cut to ``width`` characters."""
+    line breaks into ``⏎``, control characters into their escapes (``\\x1b``:
+    :func:`~promptcache.report.terminal.safe`, the report is read in terminals too) and ``@``
+    into ``@`` + zero-width space (no mentions). Long text is cut to ``width`` characters."""
     if v is None:
         return ""
-    s = str(v).replace("\r\n", "\n").replace("\r", "\n").replace("\n", "⏎")
+    s = safe(str(v).replace("\r\n", "\n").replace("\r", "\n").replace("\n", "⏎"))
     if width is not None and len(s) > width:
         s = s[:width - 1] + "…"
     s = s.replace("&", "&amp;").replace("<", "&lt;")
