@@ -67,18 +67,21 @@ def text_chunks(text: str, size: int = 4096) -> list[str]:
     (True, 5, True)
     """
     cuts: list[int] = []
-    end = len(text)
+    search = _CUT.search
+    end = stop = len(text)
     target = end - size
     while target > 0:
-        # Only this window is searched (linear in the text's length): a cut found in the next
-        # window on would be the first one there, which the last step made already or found
-        # none of. A cut looks at most two characters past where its match starts.
-        m = _CUT.search(text, target, min(end, target + size + 2))
-        if m is not None and m.start() < target + size:
+        m = search(text, target, stop)
+        if m is not None:
             p = m.end()  # after the newline, or at the space
             if 0 < p < end:
                 cuts.append(p)
                 end = p
+        # The next window is searched only up to its end (linear in the text's length): a cut
+        # found past it would be the first one after this window's start, which this step made
+        # already or found none of. A cut's match needs the character after the one it starts
+        # at, so the search stops one character past the window.
+        stop = target + 1 if target < end else end
         target -= size
     cuts.reverse()
     return [text[i:j] for i, j in zip([0] + cuts, cuts + [len(text)])]
