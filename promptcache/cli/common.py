@@ -32,7 +32,9 @@ HashBlock = Annotated[Optional[int], typer.Option("--hash-block-size", help="Tok
 Prices = Annotated[Optional[Path], typer.Option("--prices", help="YAML of custom or negotiated prices (USD per million tokens).")]
 Model = Annotated[Optional[str], typer.Option("--model", help="Model name for logs that carry none (hashed traces), for prices and rules.")]
 Strict = Annotated[bool, typer.Option("--strict", help="Stop at the first malformed line (exit 2).")]
-ShowText = Annotated[bool, typer.Option("--show-text", help="Quote prompt values without redacting secrets, e-mails and keys.")]
+ShowText = Annotated[bool, typer.Option("--show-text", help="Quote prompt values as they are. By default secrets and keys "
+                                        "are masked, and names, account ids, e-mail addresses and phone numbers shown as "
+                                        "their kind and a salted fingerprint (<name #3fa2c1d0>), so a report can be shared.")]
 Workers = Annotated[Optional[int], typer.Option(
     "--workers", min=1, help="Processes for one audit: 1 runs it all in one; 2 reads, renders and tokenizes in a "
     "forked second process while this one simulates and diagnoses (same results; about 30% faster on fleet-size "

@@ -359,7 +359,9 @@ def _findings(rec: dict[str, Any], limit: int = 50) -> str:
             f'<td>{esc(f["fix"]["description"])}<div class="loc">{esc(f["fix"]["safety"])}</div></td></tr>')
     more = f'<p class="note">… {len(fs) - limit} more in --format json.</p>' if len(fs) > limit else ""
     return ('<section id="findings"><h2>What breaks the cache</h2><p class="note">Ranked by money lost under the '
-            'simulated rules; values quoted around each break are redacted unless --show-text.</p>'
+            'simulated rules. In the values quoted around each break, secrets are masked and names, account ids, e-mail '
+            'addresses and phone numbers are shown as their kind and a salted fingerprint (the same value, the same '
+            'fingerprint), unless the report was made with --show-text.</p>'
             '<table><thead><tr><th class="n">#</th><th>Rule</th><th>What and where</th><th class="n">Requests</th>'
             '<th class="n">Tokens lost</th><th class="n">Money lost</th><th>Fix</th></tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table>{more}</section>')
