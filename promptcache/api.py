@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from .plurals import counted
 from .pipeline import AuditOptions, AuditResult
 from .pipeline import audit as _audit
 from .ingest import ReadOptions
@@ -69,8 +70,9 @@ class Audit:
 
     def __repr__(self) -> str:
         s = self.result.scenarios
-        return (f"<promptcache Audit: {len(self.result.outcomes):,} requests, simulated hit ratio "
-                f"{s['simulated'].hit_ratio:.1%}, ideal {s['ideal'].hit_ratio:.1%}, {len(self.result.findings)} findings>")
+        return (f"<promptcache Audit: {counted(len(self.result.outcomes), 'request')}, simulated hit ratio "
+                f"{s['simulated'].hit_ratio:.1%}, ideal {s['ideal'].hit_ratio:.1%}, "
+                f"{counted(len(self.result.findings), 'finding')}>")
 
     def record(self) -> dict[str, Any]:
         """The ``promptcache.audit/v1`` record with the report detail (time series, per-request
@@ -168,7 +170,7 @@ class Proposals:
 
     def __repr__(self) -> str:
         b, a = self.result.before.scenarios["simulated"], self.result.after.scenarios["simulated"]
-        return (f"<promptcache Proposals: {len(self.result.proposals)} templates, simulated hit ratio "
+        return (f"<promptcache Proposals: {counted(len(self.result.proposals), 'template')}, simulated hit ratio "
                 f"{b.hit_ratio:.1%} → {a.hit_ratio:.1%}>")
 
     def records(self) -> list[dict[str, Any]]:

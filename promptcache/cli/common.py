@@ -92,6 +92,33 @@ def with_progress(label: str, fn: Callable[[Callable[[int], None] | None], T]) -
         return fn(lambda k: bar.update(task, description=f"{label}: {k:,} requests"))
 
 
+def with_replay_progress(fn: Callable[[Callable[[Any], None] | None, Callable[[str, int | None], None] | None], T]) -> T:
+    """Run ``fn(step, variant)`` with a progress bar on stderr when it is a terminal (none when
+    piped): "loading the model" until the first variant starts, then, per variant, a bar of
+    its requests with the count, the time spent and the time left (``step`` after each
+    request, ``variant(name, total)`` as each starts: :func:`promptcache.replay.verify`'s
+    ``progress`` and ``on_variant``)."""
+    err = console(stderr=True)
+    if not err.is_terminal:
+        return fn(None, None)
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(), console=err, transient=True) as bar:
+        task = bar.add_task("loading the model", total=None)
+
+        def variant(name: str, total: int | None) -> None:
+            bar.reset(task, total=total, description=f"replaying the {name} requests")
+            bar.refresh()  # at once: a request takes seconds
+
+        def step(_rec: Any) -> None:
+            bar.advance(task)
+            bar.refresh()
+
+        return fn(step, variant)
+
+
 class _ReportConsole(SafeConsole):
     """A console whose closed output pipe (``promptcache audit LOG | head``) surfaces as
     :class:`~promptcache.errors.OutputClosed` (exit 141), not Rich's exit 1, which would read

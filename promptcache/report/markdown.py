@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..plurals import counted
 from .numbers import pct, usd
 from .terminal import safe
 
@@ -54,7 +55,7 @@ def render_markdown(rec: dict[str, Any], proposals: Sequence[dict[str, Any]] | N
     out = [f"### promptcache audit: {files}", ""]
     tok = s["tokenizer"]
     skipped = sum(st["skipped_lines"] for st in rec["inputs"])
-    out.append(f"{s['requests']:,} requests, {s['prompt_tokens']:,} prompt tokens; tokenizer {md(tok['name'] or '-')} "
+    out.append(f"{counted(s['requests'], 'request')}, {counted(s['prompt_tokens'], 'prompt token')}; tokenizer {md(tok['name'] or '-')} "
                f"({'exact' if tok['exact'] else 'approximate'})" + (f"; {skipped:,} malformed line(s) skipped" if skipped else "")
                + ".")
     out += ["", "| scenario | cached tokens | hit ratio | cache writes | cost |", "|---|--:|--:|--:|--:|"]
