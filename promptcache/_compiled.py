@@ -143,18 +143,19 @@ class Status(dict):  # type: ignore[type-arg]
 
 
 def _installed_elsewhere() -> Path | None:
-    """The installed distribution's package directory when it is not this one (a checkout
-    imported from the current directory shadows it)."""
+    """The package directory of an installed promptcache that is not this one (a checkout
+    imported from the current directory shadows it; a build leaves ``promptcache.egg-info`` in
+    the checkout too, so every distribution of the name is looked at)."""
     try:
-        from importlib.metadata import PackageNotFoundError, distribution
+        from importlib.metadata import distributions
 
-        try:
-            where = Path(str(distribution(PACKAGE.name).locate_file(PACKAGE.name))).resolve()
-        except PackageNotFoundError:
-            return None
+        for dist in distributions(name=PACKAGE.name):
+            where = Path(str(dist.locate_file(PACKAGE.name))).resolve()
+            if where.is_dir() and where != PACKAGE:
+                return where
     except (ImportError, OSError, ValueError):
         return None
-    return where if where.is_dir() and where != PACKAGE else None
+    return None
 
 
 def nothing_compiled() -> str:
