@@ -6,15 +6,12 @@ from __future__ import annotations
 import json
 import re
 import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st
 from rich.text import Text
 
 from promptcache.report.terminal import CONTROL, SafeConsole, console, safe, safe_text
-
-from conftest import SAMPLES
 
 #: Clear screen, a window title (OSC 0, BEL), an 8-bit CSI, a carriage return, a right-to-left override.
 HOSTILE = "\x1b[2J\x1b]0;owned\x07 \x9b31m\r\u202e"

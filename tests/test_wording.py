@@ -8,7 +8,6 @@ import io
 import json
 import re
 import sys
-from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -16,7 +15,7 @@ from rich.console import Console
 from promptcache.plurals import counted, fill
 from promptcache.report.numbers import speed
 
-from conftest import ROOT, SAMPLES, write_jsonl
+from conftest import ROOT
 
 
 def run_main(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
