@@ -10,6 +10,7 @@ from ..report.terminal import console
 
 from ..errors import ExitCode
 from ..fileio import refuse_inputs, write_atomic
+from ..plurals import counted
 
 
 def lock_cmd(
@@ -33,6 +34,5 @@ def lock_cmd(
     path, entries = lock_paths(paths or [Path(".")], opts, lockfile.resolve() if lockfile else None)
     refuse_inputs({"--lockfile" if lockfile else "the lockfile setting": path}, inputs)
     write_atomic(path, render(entries))
-    console(stderr=True).print(f"wrote {path} ({len(entries)} prompt{'s' if len(entries) != 1 else ''})",
-                               highlight=False)
+    console(stderr=True).print(f"wrote {path} ({counted(len(entries), 'prompt')})", highlight=False)
     return int(ExitCode.OK)
