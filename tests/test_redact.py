@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from promptcache.diagnose import redact as rd
-from promptcache.diagnose.redact import Excerpt, fingerprint, masks, redact
+from promptcache.diagnose.redact import Evidence, Excerpt, fingerprint, redact
 from promptcache.errors import ConfigError
 
 from conftest import SAMPLES
@@ -100,8 +100,9 @@ def test_reports_in_this_process_quote_no_customer():
 
 
 def test_the_rules_own_per_user_values_are_all_masked():
-    """Whatever the user-data-before-shared rule's patterns take for a per-user value, redaction
-    masks, on the rule's own example logs, the support-bot sample and hand cases."""
+    """Whatever the user-data-before-shared rule's patterns take for a per-user value, quoted as
+    the value of a finding, redaction masks whole, on the rule's own example logs, the
+    support-bot sample and hand cases."""
     from promptcache.diagnose.rules import resolve
 
     rule = resolve("user-data-before-shared")
@@ -116,8 +117,10 @@ def test_the_rules_own_per_user_values_are_all_masked():
         for text in texts:
             for m in pat.finditer(text):
                 start, end = m.span("value") if "value" in pat.groupindex else m.span()
-                assert masks(text, start, end), (pattern, text, text[start:end])
-                assert text[start:end] not in redact(text) or len(text[start:end]) < 3, (text, redact(text))
+                quoted = Excerpt.value(text, start, end)  # as a finding quotes the value it found
+                assert quoted.personal() is not None, (pattern, text, text[start:end])
+                shown = quoted.render()
+                assert re.search(r"<(name|email|account id) #[0-9a-f]{8}>", shown) and text[start:end] not in shown, shown
                 checked += 1
     assert checked > 40
 
@@ -179,3 +182,31 @@ def test_a_value_cut_off_from_its_cue_is_masked_whole():
     assert "Smith" in ex.render(show=True)
     v = Excerpt.value(text, text.index("Okonkwo"), text.index(";"))
     assert v.render() == f"<name #{fingerprint('Bartholomew Okonkwo-Smith')}>"
+
+
+def test_words_after_a_cue_that_are_no_name_stay_in_quotes():
+    """``user note``, ``the user prefers``, ``hi there``: the rule's own pattern would take the
+    next words for a name (tests/data/cases C15 and C22 quote such text); quotes around a
+    break keep them."""
+    for text in ("Invented user note 6: what did I say about the garden",
+                 "Invented memory D: the user prefers museums for weekend trips.", "Say hi there to all."):
+        assert redact(text) == text
+        assert Excerpt.around(text, 10, 12).render() == Excerpt.around(text, 10, 12).render(show=True)
+
+
+def test_a_value_the_rule_takes_for_personal_is_masked_on_both_sides():
+    """A lower-case name is no capitalised word after a cue, but the finding's value is what the
+    rule took for per-user data: masked in the value, and at the break on both sides."""
+    shared = " (customer id c-1). Refunds take five days."
+    before, after = "You are speaking with ana silva" + shared, "You are speaking with ben okafor" + shared
+    start = before.index("ana")
+    ev = Evidence({"before": Excerpt.around(before, start, start + len("ana silva")),
+                   "after": Excerpt.around(after, start, start + len("ben okafor")),
+                   "value": Excerpt.value(after, start, start + len("ben okafor"))})
+    got = ev.resolve()
+    assert got["value"] == f"<name #{fingerprint('ben okafor')}>"
+    assert f"speaking with <name #{fingerprint('ana silva')}>" in got["before"]
+    assert f"speaking with <name #{fingerprint('ben okafor')}>" in got["after"]
+    assert "customer id <account id #" in got["after"]
+    shown = Evidence(ev.items, show=True).resolve()
+    assert "ben okafor" in shown["value"] and "ana silva" in shown["before"]

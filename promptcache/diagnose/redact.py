@@ -47,9 +47,10 @@ _SECRETS: tuple[re.Pattern[str], ...] = (
 )
 #: Personal values, with their kind: each pattern's ``v`` group is the value, and where two
 #: overlap the earlier pattern wins (``customer id C-6350`` is an account id, not the name
-#: ``id C``). The e-mail, account id and name patterns are the ``user-data-before-shared``
-#: rule's own (``rules/lint/user-data-before-shared.yaml``): whatever it reports as a per-user
-#: value is masked here (tests/test_redact.py checks it).
+#: ``id C``). The e-mail and account id patterns are the ``user-data-before-shared`` rule's own
+#: (``rules/lint/user-data-before-shared.yaml``); its name pattern takes any word after
+#: ``user``, ``name`` or ``hi`` (``user note``, ``hi there``), so in quoted text a name is
+#: capitalised words after those cues, or a handle after ``user:``.
 _PERSONAL: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?P<v>[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,})"), "email"),
     (re.compile(r"(?i)\b(?:customer|user|account|member|client|patient|tenant|org(?:anization)?)[ _-]?"
@@ -58,13 +59,20 @@ _PERSONAL: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?<![\w+])(?P<v>\+[1-9]\d{0,2}(?:[ .-]?\(?\d{1,4}\)?){2,5}\d)(?![\d])"), "phone number"),
     (re.compile(r"(?i)\b(?:phone|tel|telephone|mobile|cell)(?:\s*(?:no\.?|number|#))?\s*[:#=]?\s*"
                 r"(?P<v>\+?\d[\d ().-]{5,18}\d)"), "phone number"),
-    (re.compile(r"(?i)(?:speaking with|talking to|chatting with|assisting|helping|serving|user(?:name)?|"
+    (re.compile(r"(?i:speaking with|talking to|chatting with|assisting|helping|serving|user(?:name)?|"
                 r"customer(?: name)?|name|hello,?|hi,?|dear)\s*:?\s+(?P<v>[A-Z][a-zA-Z'-]+(?: [A-Z][a-zA-Z'-]+){0,3})"),
      "name"),
+    (re.compile(r"(?i:\b(?:user(?:\s*name)?|login|handle))\s*[:=]\s*(?P<v>[A-Za-z0-9][\w.-]{1,40})"), "name"),
 )
+#: The rule's own name pattern, for the value a finding quotes alone (:meth:`Excerpt.value`):
+#: whatever the rule took for a per-user value is masked (tests/test_redact.py checks it), and
+#: then so is the same place in the quotes around the break (:meth:`Evidence.resolve`).
+_RULE_NAME = re.compile(r"(?i)(?:speaking with|talking to|chatting with|assisting|helping|serving|user(?:name)?|"
+                        r"customer(?: name)?|name|hello,?|hi,?|dear)\s*:?\s+"
+                        r"(?P<v>[A-Z][a-zA-Z'-]+(?: [A-Z][a-zA-Z'-]+){0,3})")
 #: Any of them: most quoted text holds nothing to mask, and one search says so.
 _ANY = re.compile("|".join(f"(?:{p.pattern.replace('(?P<v>', '(?:').replace('(?i)', '')})"
-                           for p in (*_SECRETS, *(p for p, _ in _PERSONAL))), re.IGNORECASE)
+                           for p in (*_SECRETS, *(p for p, _ in _PERSONAL), _RULE_NAME)), re.IGNORECASE)
 
 #: The environment variable that holds the fingerprint key (hex).
 KEY_ENV = "PROMPTCACHE_FINGERPRINT_KEY"
@@ -118,14 +126,15 @@ def fingerprint(value: str) -> str:
     return hashlib.blake2b(value.encode("utf-8", "surrogatepass"), key=_key(), digest_size=4).hexdigest()
 
 
-def _spans(text: str) -> list[tuple[int, int, str | None]]:
+def _spans(text: str, value: bool = False) -> list[tuple[int, int, str | None]]:
     """The ``(start, end, kind)`` of what to mask in ``text``, in order, not overlapping: secrets
     (``kind`` ``None``) first, then each personal pattern in turn where nothing taken before
-    overlaps it."""
+    overlaps it (with ``value``, the rule's own name pattern last)."""
     if _ANY.search(text) is None:
         return []
     taken: list[tuple[int, int, str | None]] = []
-    for pat, kind in (*((p, None) for p in _SECRETS), *_PERSONAL):
+    pats = (*((p, None) for p in _SECRETS), *_PERSONAL, *(((_RULE_NAME, "name"),) if value else ()))
+    for pat, kind in pats:
         for m in pat.finditer(text):
             a, b = m.span("v")
             if a < b and not any(a < tb and ta < b for ta, tb, _ in taken):
@@ -137,12 +146,12 @@ def _placeholder(kind: str | None, value: str) -> str:
     return "<secret>" if kind is None else f"<{kind} #{fingerprint(value)}>"
 
 
-def _masked(window: str, start: int, end: int) -> str:
-    """``window[start:end]`` with what :func:`_spans` finds in ``window`` masked; a value only
-    partly inside is masked whole (its fingerprint is the whole value's)."""
+def _masked(window: str, start: int, end: int, spans: list[tuple[int, int, str | None]]) -> str:
+    """``window[start:end]`` with ``spans`` (in ``window``) masked; a value only partly inside
+    is masked whole (its fingerprint is the whole value's)."""
     out: list[str] = []
     pos = start
-    for a, b, kind in _spans(window):
+    for a, b, kind in spans:
         if b <= start or a >= end:
             continue
         out.append(window[pos:max(a, pos)])
@@ -165,7 +174,7 @@ def redact(text: str) -> str:
     """
     if _ANY.search(text) is None:
         return text
-    return _masked(text, 0, len(text))
+    return _masked(text, 0, len(text), _spans(text))
 
 
 @record
@@ -179,12 +188,14 @@ class Excerpt:
         text: the quoted characters.
         cut_before, cut_after: whether the text went on before / after them (shown as ``…``).
         oneline: whether newlines are shown as ``⏎``.
-        context: the text around ``text`` (which starts at ``at`` in it), or ``None``. A value
-            quoted alone escapes redaction where what marks it as a secret or a personal value
-            sits next to it (``Bearer``, ``password=``, ``speaking with``, ``customer id``):
-            with a context, each character of the value a redaction pattern matches in the
-            context is masked (the value ``<secret>``, or ``<name #3fa2c1d0>`` for the whole name).
+        context: the text around ``text`` (which starts at ``at`` in it), or ``None``. What marks
+            a value as a secret or a personal value may sit next to it, outside the quote
+            (``Bearer``, ``password=``, ``speaking with``, ``customer id``): redaction looks at the
+            context, and masks each value it finds there that the quote shows any of, whole
+            (the value ``<secret>``, or ``<name #3fa2c1d0>`` for the whole name).
         at: where ``text`` starts in ``context``.
+        focus: where in ``text`` the value the quote is about lies (``(start, end)``), or
+            ``None``: the span that differs between the two requests a finding compares.
     """
 
     text: str
@@ -193,15 +204,17 @@ class Excerpt:
     oneline: bool = True
     context: str | None = None
     at: int = 0
+    focus: tuple[int, int] | None = None
 
     @classmethod
     def around(cls, text: str, start: int, end: int, width: int = 24) -> Excerpt:
-        """``text[start:end]`` with up to ``width`` characters each side (and, as its context for
-        redaction, :data:`CONTEXT` more)."""
+        """``text[start:end]`` (the focus) with up to ``width`` characters each side (and, as
+        its context for redaction, :data:`CONTEXT` more)."""
         a = max(0, start - width)
         b = min(len(text), end + width)
         ca = max(0, a - CONTEXT)
-        return cls(text[a:b], a > 0, b < len(text), context=text[ca:min(len(text), b + CONTEXT)], at=a - ca)
+        return cls(text[a:b], a > 0, b < len(text), context=text[ca:min(len(text), b + CONTEXT)], at=a - ca,
+                   focus=(start - a, min(end, b) - a))
 
     @classmethod
     def value(cls, text: str, start: int, end: int, width: int = 24) -> Excerpt:
@@ -211,15 +224,36 @@ class Excerpt:
         a = max(0, start - width)
         return cls(text[start:end], oneline=False, context=text[a:min(len(text), end + width)], at=start - a)
 
-    def render(self, show: bool = False) -> str:
+    def _window(self) -> tuple[str, int]:
+        return (self.context, self.at) if self.context is not None else (self.text, 0)
+
+    def personal(self) -> str | None:
+        """The kind of personal value a value quote (:meth:`value`) is, the way the
+        ``user-data-before-shared`` rule sees one (``name``, ``account id``, ``email``, ...), or
+        ``None`` (not personal, a secret, or not a value quote)."""
+        if self.oneline or self.context is None:
+            return None
+        w, at = self._window()
+        for a, b, kind in _spans(w, value=True):
+            if a < at + len(self.text) and at < b:
+                return kind
+        return None
+
+    def render(self, show: bool = False, focus_kind: str | None = None) -> str:
         """The quote as reports print it; secrets and personal values masked unless ``show``
-        (found in the context too, so a value cut off from what marks it is masked whole)."""
+        (found in the context too). A value quote masks what the rule takes for a personal
+        value; with ``focus_kind`` (the kind of the value the finding is about), the focus is
+        masked as that kind too."""
         s = self.text
-        if not show and _ANY.search(self.context if self.context is not None else s) is not None:
-            if self.context is not None:
-                s = _masked(self.context, self.at, self.at + len(self.text))
-            else:
-                s = _masked(s, 0, len(s))
+        w, at = self._window()
+        if not show and (focus_kind is not None or _ANY.search(w) is not None):
+            spans = _spans(w, value=not self.oneline)
+            if focus_kind is not None and self.focus is not None and self.focus[0] < self.focus[1]:
+                fa, fb = at + self.focus[0], at + self.focus[1]
+                fa = min([fa, *(a for a, b, _ in spans if a < fb and fa < b)])  # whole values
+                fb = max([fb, *(b for a, b, _ in spans if a < fb and fa < b)])
+                spans = sorted([x for x in spans if x[1] <= fa or x[0] >= fb] + [(fa, fb, focus_kind)])
+            s = _masked(w, at, at + len(self.text), spans)
         s = ("…" if self.cut_before else "") + s + ("…" if self.cut_after else "")
         if self.oneline:
             s = s.replace("\r", "").replace("\n", "⏎")
@@ -239,8 +273,14 @@ class Evidence:
     show: bool = False
 
     def resolve(self) -> dict[str, Any]:
-        """The evidence as reports print it (``{name: value}``, quotes formatted)."""
-        return {k: v.render(self.show) if isinstance(v, Excerpt) else v for k, v in self.items.items()}
+        """The evidence as reports print it (``{name: value}``, quotes formatted). Where the
+        value a finding quotes is personal (:meth:`Excerpt.personal`), the quotes around the
+        break mask it at their focus too: on both sides, whatever its shape there."""
+        kind = None
+        if not self.show:
+            kind = next((k for v in self.items.values() if isinstance(v, Excerpt) and (k := v.personal())), None)
+        return {k: v.render(self.show, focus_kind=kind) if isinstance(v, Excerpt) else v
+                for k, v in self.items.items()}
 
 
 def masks(text: str, start: int, end: int) -> bool:
