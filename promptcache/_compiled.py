@@ -130,11 +130,54 @@ def install() -> None:
         sys.meta_path.insert(0, _FINDER)
 
 
-def status() -> dict[str, str]:
+class Status(dict):  # type: ignore[type-arg]
+    """:func:`status`'s mapping (module -> the build it runs), printed as one line per module,
+    or, when nothing was compiled, as why (:attr:`note`)."""
+
+    note: str = ""
+
+    def __str__(self) -> str:
+        if not self:
+            return self.note
+        return "\n".join(f"{k}: {v}" for k, v in self.items())
+
+
+def _installed_elsewhere() -> Path | None:
+    """The package directory of an installed promptcache that is not this one (a checkout
+    imported from the current directory shadows it; a build leaves ``promptcache.egg-info`` in
+    the checkout too, so every distribution of the name is looked at)."""
+    try:
+        from importlib.metadata import distributions
+
+        for dist in distributions(name=PACKAGE.name):
+            where = Path(str(dist.locate_file(PACKAGE.name))).resolve()
+            if where.is_dir() and where != PACKAGE:
+                return where
+    except (ImportError, OSError, ValueError):
+        return None
+    return None
+
+
+def nothing_compiled() -> str:
+    """Why no module of this package runs compiled: what :func:`status` says when empty."""
+    why = (f"nothing compiled: {PACKAGE} has no {MANIFEST}, so every module runs from its source "
+           f"(setup.py writes {MANIFEST} when `pip install .` compiles the modules, where Cython and a C "
+           f"compiler are present and {ENV} is not set)")
+    other = _installed_elsewhere()
+    if other is not None:
+        n = len(manifest(other))
+        why += (f". This is the promptcache in {PACKAGE.parent} (a checkout: the current directory comes first on "
+                f"sys.path); the installed one, {other}, has "
+                + (f"{n} compiled modules: run from another directory to use it" if n else "none compiled either"))
+    return why
+
+
+def status() -> Status:
     """Every module the build compiled -> the build it runs: ``compiled``, or ``source`` with
     why (``source (disabled)``, ``source (stale)``); imports each one to find out. Empty when
-    nothing was compiled."""
-    out: dict[str, str] = {}
+    nothing was compiled; printed, it then says why (:func:`nothing_compiled`: in a checkout,
+    which shadows an installed build)."""
+    out = Status()
     for name in sorted(manifest()):
         try:
             importlib.import_module(name)
@@ -147,4 +190,6 @@ def status() -> dict[str, str]:
             mod = sys.modules[name]
             out[name] = "compiled" if (getattr(mod, "__file__", "") or "").endswith(
                 tuple(importlib.machinery.EXTENSION_SUFFIXES)) else "source"
+    if not out:
+        out.note = nothing_compiled()
     return out

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from .plurals import counted
 from .pipeline import AuditOptions, AuditResult
 from .pipeline import audit as _audit
 from .ingest import ReadOptions
@@ -51,10 +52,15 @@ class Audit:
 
     Args:
         result: the audit result.
+        inputs: the files it read besides the logs (a prices file, a tokenizer).
+
+    Attributes:
+        files_read: the logs and ``inputs``: :meth:`to_html` never writes over one of them.
     """
 
-    def __init__(self, result: AuditResult):
+    def __init__(self, result: AuditResult, inputs: Sequence[str | Path | None] = ()):
         self.result = result
+        self.files_read = [*(i.path for i in result.inputs), *inputs]
         self._record: dict[str, Any] | None = None
 
     def __getattr__(self, name: str) -> Any:
@@ -64,8 +70,9 @@ class Audit:
 
     def __repr__(self) -> str:
         s = self.result.scenarios
-        return (f"<promptcache Audit: {len(self.result.outcomes):,} requests, simulated hit ratio "
-                f"{s['simulated'].hit_ratio:.1%}, ideal {s['ideal'].hit_ratio:.1%}, {len(self.result.findings)} findings>")
+        return (f"<promptcache Audit: {counted(len(self.result.outcomes), 'request')}, simulated hit ratio "
+                f"{s['simulated'].hit_ratio:.1%}, ideal {s['ideal'].hit_ratio:.1%}, "
+                f"{counted(len(self.result.findings), 'finding')}>")
 
     def record(self) -> dict[str, Any]:
         """The ``promptcache.audit/v1`` record with the report detail (time series, per-request
@@ -118,14 +125,18 @@ class Audit:
         return to_frame(cols, rows)
 
     def to_html(self, path: str | Path | None = None, *, title: str | None = None) -> str:
-        """The self-contained HTML report; written atomically to ``path`` when given."""
+        """The self-contained HTML report; written atomically to ``path`` when given.
+
+        Raises:
+            ConfigError: when ``path`` is one of the audit's inputs (:attr:`files_read`).
+        """
         from .report.html import render_html
 
         html = render_html(self.record(), title=title)
         if path is not None:
             from .fileio import write_atomic
 
-            write_atomic(path, html)
+            write_atomic(path, html, inputs=self.files_read)
         return html
 
     def to_markdown(self) -> str:
@@ -144,12 +155,13 @@ class Proposals:
 
     Args:
         result: the proposal result.
+        inputs: as for :class:`Audit`.
     """
 
-    def __init__(self, result: Any):
+    def __init__(self, result: Any, inputs: Sequence[str | Path | None] = ()):
         self.result = result
-        self.before = Audit(result.before)
-        self.after = Audit(result.after)
+        self.before = Audit(result.before, inputs)
+        self.after = Audit(result.after, inputs)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
@@ -158,7 +170,7 @@ class Proposals:
 
     def __repr__(self) -> str:
         b, a = self.result.before.scenarios["simulated"], self.result.after.scenarios["simulated"]
-        return (f"<promptcache Proposals: {len(self.result.proposals)} templates, simulated hit ratio "
+        return (f"<promptcache Proposals: {counted(len(self.result.proposals), 'template')}, simulated hit ratio "
                 f"{b.hit_ratio:.1%} → {a.hit_ratio:.1%}>")
 
     def records(self) -> list[dict[str, Any]]:
@@ -181,14 +193,19 @@ class Proposals:
     proposals_frame = to_pandas
 
     def to_html(self, path: str | Path | None = None, *, title: str | None = None) -> str:
-        """The HTML report of the audit before, with the proposals; written to ``path`` when given."""
+        """The HTML report of the audit before, with the proposals; written atomically to
+        ``path`` when given.
+
+        Raises:
+            ConfigError: when ``path`` is one of the inputs (:attr:`Audit.files_read`).
+        """
         from .report.html import render_html
 
         html = render_html(self.before.record(), self.records(), after=self._after_summary(), title=title)
         if path is not None:
             from .fileio import write_atomic
 
-            write_atomic(path, html)
+            write_atomic(path, html, inputs=self.before.files_read)
         return html
 
     def to_markdown(self) -> str:
@@ -257,7 +274,7 @@ def audit(paths: PathsLike, *, progress: Callable[[int], None] | None = None, **
         InputError: for unreadable files, or malformed records with ``strict``.
     """
     o = opts.pop("options", None) or options(**opts)
-    return Audit(_audit(_paths(paths), o, progress=progress))
+    return Audit(_audit(_paths(paths), o, progress=progress), [o.prices_file, o.tokenizer])
 
 
 def propose(paths: PathsLike, *, write: str | Path | None = None, progress: Callable[[int], None] | None = None,
@@ -280,7 +297,11 @@ def propose(paths: PathsLike, *, write: str | Path | None = None, progress: Call
     from .propose.engine import propose as _propose
 
     o = opts.pop("options", None) or options(**opts)
-    return Proposals(_propose(_paths(paths), o, write=write, progress=progress))
+    if write is not None:
+        from .fileio import refuse_inputs
+
+        refuse_inputs({"write": write}, [*_paths(paths), o.prices_file, o.tokenizer])
+    return Proposals(_propose(_paths(paths), o, write=write, progress=progress), [o.prices_file, o.tokenizer])
 
 
 def export_trace(paths: PathsLike, output: str | Path | None = None, *, to: str = "mooncake",
@@ -312,7 +333,7 @@ def export_trace(paths: PathsLike, output: str | Path | None = None, *, to: str 
     if output is not None:
         from .fileio import refuse_inputs
 
-        refuse_inputs([output], _paths(paths))
+        refuse_inputs({"output": output}, [*_paths(paths), salt_file, o.prices_file, o.tokenizer])
     key = salt if salt is not None else load_salt(salt_file)
     res = _export(_paths(paths), o, to=to, block_tokens=block_tokens, salt=key)
     if output is not None:

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+# A fixed fingerprint key for quoted personal values (promptcache.diagnose.redact): the suite
+# does not write one into the developer's ~/.config; subprocesses inherit it.
+os.environ.setdefault("PROMPTCACHE_FINGERPRINT_KEY", "5a" * 32)
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"

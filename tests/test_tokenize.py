@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 
 import numpy as np
 import pytest
@@ -153,3 +154,95 @@ def test_one_thread_per_batch_while_two_processes_audit(monkeypatch):
         one = tok.encode_batch_bytes(texts)
     assert tiktoken_backend.THREADS is None
     assert one == tok.encode_batch_bytes(texts)
+
+
+def _chunks_by_rescanning(text: str, size: int = 4096) -> list[str]:
+    """The cut places as first written: every window searched to the last cut made (quadratic
+    in the length of a text with few places to cut), kept as the reference."""
+    from promptcache.tokenize import _CUT
+
+    cuts: list[int] = []
+    end = len(text)
+    target = end - size
+    while target > 0:
+        m = _CUT.search(text, target, end)
+        if m is not None:
+            p = m.end()
+            if 0 < p < end:
+                cuts.append(p)
+                end = p
+        target -= size
+    cuts.reverse()
+    return [text[i:j] for i, j in zip([0] + cuts, cuts + [len(text)])]
+
+
+def test_text_chunks_cuts_where_rescanning_to_the_last_cut_does():
+    """Each window is searched only up to the next window (plus the two characters a cut looks
+    ahead at): the cuts are the same as searching on to the last cut, on texts whose places to
+    cut are dense, sparse, clustered at window edges or absent, for small and large windows."""
+    import random
+
+    from promptcache.tokenize import text_chunks
+
+    rng = random.Random(11)
+    plain = ["x", "Q7", "+/=", "日本", "{\"k\":1}", ",", "\t", "  ", "\n ", "\n/", " 1", "é"]
+    checked = 0
+    for _ in range(800):
+        size = rng.choice([3, 8, 16, 64, 4096])
+        density = rng.choice([0.0, 0.01, 0.05, 0.3, 0.9])
+        n = rng.randint(0, 60 if size < 64 else 400)
+        pieces = [rng.choice(CUT_PIECES) if rng.random() < density else rng.choice(plain) for _ in range(n)]
+        text = "".join(pieces)
+        if size == 4096:
+            text = text * rng.randint(1, 40)
+        got = text_chunks(text, size)
+        assert "".join(got) == text
+        assert got == _chunks_by_rescanning(text, size), (text, size)
+        checked += len(got) > 1
+    assert checked > 300
+
+
+def test_text_chunks_reads_each_character_a_bounded_number_of_times(monkeypatch):
+    """Linear in the text's length: with no place to cut (a 4 MB base64 attachment, a text
+    without spaces, minified JSON), each window's search reads that window and no further. The
+    search was from each window to the end of the text: about n^2 / (2 * 4096) characters."""
+    import random
+
+    import promptcache.tokenize as tk
+
+    real = tk._CUT
+    read = [0]
+
+    class Counting:
+        def search(self, text, pos, endpos):
+            read[0] += max(0, min(endpos, len(text)) - pos)
+            return real.search(text, pos, endpos)
+
+    monkeypatch.setattr(tk, "_CUT", Counting())
+    rng = random.Random(5)
+    b64 = base64.b64encode(rng.randbytes(300_000)).decode()  # 400,000 characters
+    nospace = "".join(rng.choices("abcdefghij", k=400_000))
+    minified = json.dumps([{"id": i, "name": f"item{i}", "tags": ["a", "b"]} for i in range(9000)], separators=(",", ":"))
+    for text in (b64, nospace, minified, "word " * 80_000):
+        read[0] = 0
+        chunks = tk.text_chunks(text)
+        assert "".join(chunks) == text
+        n, windows = len(text), len(text) // 4096 + 1
+        assert read[0] <= n + 2 * windows, (n, read[0])
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_memo_ids_of_long_texts_without_places_to_cut_are_tiktokens(name):
+    """A 256 KB base64 string, a text without spaces and minified JSON, through the memo (the
+    audit's path): tiktoken's ids of the whole text."""
+    import random
+
+    tok = resolve_tokenizer(name, default=None, model=None)
+    enc = load_encoding(name)
+    rng = random.Random(9)
+    texts = [base64.b64encode(rng.randbytes(192_000)).decode(),
+             "".join(rng.choices("abcdefghij", k=100_000)),
+             json.dumps([{"id": i, "v": [i, i / 3]} for i in range(5000)], separators=(",", ":")),
+             "Para one.\nPara two has words.\n" * 4000]
+    got = TokenMemo(tok).encode(texts)
+    assert [bytes_to_ids(b) for b in got] == [enc.encode_ordinary(t) for t in texts]

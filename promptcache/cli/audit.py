@@ -15,6 +15,7 @@ from ..diagnose.rules import RANK
 from ..errors import ConfigError, ExitCode
 from .common import (BlockSize, CacheModel, Capacity, HashBlock, InputFormat, Logs, Model, Prices, Severity,
                      ShowText, Workers, Strict, TTL, TokenizerOpt, audit_options, report_console, with_progress,
+                     with_replay_progress,
                      ReportFormat as Format, ReportTable as Table)
 from ..fileio import emit, refuse_inputs
 
@@ -54,8 +55,8 @@ def audit_cmd(
 ) -> int:
     """Simulate each provider's or engine's prompt cache over request logs, price every scenario,
     and say what breaks the cache."""
-    refuse_inputs([output], logs)
-    refuse_inputs([write_proposed], logs, flag="--write-proposed")
+    refuse_inputs({"--output": output, "--write-proposed": write_proposed},
+                  [*logs, prices, tokenizer, verify_model])
     if fmt is Format.parquet and output is None:
         raise ConfigError("--format parquet writes a binary file: give it --output FILE")
     if fmt in (Format.csv, Format.parquet) and table is Table.proposals:
@@ -153,16 +154,7 @@ def _verify(logs: list[Path], proposed: object, limit: int, model: Optional[str]
     opts = ReplayOptions(model=model, limit=limit, proposed=[written] if written else [],
                          read=ReadOptions(input_format=input_format, strict=strict))
 
-    def run(tick):
-        if tick is None:
-            return verify(logs, opts)
-        done = [0]
-
-        def step(_rec: object) -> None:
-            done[0] += 1
-            tick(done[0])
-        return verify(logs, opts, progress=step)
-    res = with_progress("replaying on the model", run)
+    res = with_replay_progress(lambda step, variant: verify(logs, opts, progress=step, on_variant=variant))
     if written and not kept and "proposed" in res.inputs:
         res.inputs["proposed"] = ["the proposed log (not kept: --write-proposed FILE keeps it)"]
     return res

@@ -12,7 +12,7 @@ from rich.console import Console
 from ..errors import OutputClosed
 from ..pipeline import AuditOptions
 from ..ingest import ReadOptions, available_formats
-from ..report.terminal import console
+from ..report.terminal import SafeConsole, console
 
 T = TypeVar("T")
 
@@ -32,7 +32,9 @@ HashBlock = Annotated[Optional[int], typer.Option("--hash-block-size", help="Tok
 Prices = Annotated[Optional[Path], typer.Option("--prices", help="YAML of custom or negotiated prices (USD per million tokens).")]
 Model = Annotated[Optional[str], typer.Option("--model", help="Model name for logs that carry none (hashed traces), for prices and rules.")]
 Strict = Annotated[bool, typer.Option("--strict", help="Stop at the first malformed line (exit 2).")]
-ShowText = Annotated[bool, typer.Option("--show-text", help="Quote prompt values without redacting secrets, e-mails and keys.")]
+ShowText = Annotated[bool, typer.Option("--show-text", help="Quote prompt values as they are. By default secrets and keys "
+                                        "are masked, and names, account ids, e-mail addresses and phone numbers shown as "
+                                        "their kind and a salted fingerprint (<name #3fa2c1d0>), so a report can be shared.")]
 Workers = Annotated[Optional[int], typer.Option(
     "--workers", min=1, help="Processes for one audit: 1 runs it all in one; 2 reads, renders and tokenizes in a "
     "forked second process while this one simulates and diagnoses (same results; about 30% faster on fleet-size "
@@ -90,7 +92,34 @@ def with_progress(label: str, fn: Callable[[Callable[[int], None] | None], T]) -
         return fn(lambda k: bar.update(task, description=f"{label}: {k:,} requests"))
 
 
-class _ReportConsole(Console):
+def with_replay_progress(fn: Callable[[Callable[[Any], None] | None, Callable[[str, int | None], None] | None], T]) -> T:
+    """Run ``fn(step, variant)`` with a progress bar on stderr when it is a terminal (none when
+    piped): "loading the model" until the first variant starts, then, per variant, a bar of
+    its requests with the count, the time spent and the time left (``step`` after each
+    request, ``variant(name, total)`` as each starts: :func:`promptcache.replay.verify`'s
+    ``progress`` and ``on_variant``)."""
+    err = console(stderr=True)
+    if not err.is_terminal:
+        return fn(None, None)
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(), console=err, transient=True) as bar:
+        task = bar.add_task("loading the model", total=None)
+
+        def variant(name: str, total: int | None) -> None:
+            bar.reset(task, total=total, description=f"replaying the {name} requests")
+            bar.refresh()  # at once: a request takes seconds
+
+        def step(_rec: Any) -> None:
+            bar.advance(task)
+            bar.refresh()
+
+        return fn(step, variant)
+
+
+class _ReportConsole(SafeConsole):
     """A console whose closed output pipe (``promptcache audit LOG | head``) surfaces as
     :class:`~promptcache.errors.OutputClosed` (exit 141), not Rich's exit 1, which would read
     as "findings at or above --fail-on"."""
@@ -102,7 +131,8 @@ class _ReportConsole(Console):
 
 def report_console(width: int = 130, **kwargs: Any) -> Console:
     """The console for text reports on stdout: the terminal's width, or ``width`` columns when
-    piped; extra keyword arguments go to :class:`rich.console.Console`."""
+    piped; control characters in the text escaped (:class:`~promptcache.report.terminal.SafeConsole`);
+    extra keyword arguments go to :class:`rich.console.Console`."""
     kwargs.setdefault("soft_wrap", False)
     kwargs.setdefault("emoji", False)  # see report.terminal.console
     out = _ReportConsole(**kwargs)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from ..plurals import counted
 from ..report.terminal import console
 
 from .common import (CacheModel, HashBlock, InputFormat, Logs, Model, Strict, TokenizerOpt, audit_options,
@@ -39,7 +40,8 @@ def export_cmd(
     from ..export.mooncake import dumps, export, load_salt, write_trace
     from ..fileio import refuse_inputs
 
-    refuse_inputs([output], logs)
+    created = salt_file if salt_file is not None and not salt_file.exists() else None  # else read
+    refuse_inputs({"--output": output, "--salt-file": created}, [*logs, tokenizer, salt_file])
 
     opts = audit_options(cache_model=cache_model, tokenizer=tokenizer, ttl=None, capacity_tokens=None,
                          block_size=None, prices=None, model=model, input_format=input_format,
@@ -55,7 +57,8 @@ def export_cmd(
 
         sys.stdout.write(dumps(res.records))
         sys.stdout.flush()
-    err.print(f"exported {len(res.records):,} requests, {res.distinct_blocks:,} distinct {res.block_tokens}-token blocks"
+    err.print(f"exported {counted(len(res.records), 'request')}, "
+              f"{counted(res.distinct_blocks, f'distinct {res.block_tokens}-token block')}"
               + (f" to {output}" if output is not None else ""), highlight=False)
     for w in res.warnings:
         err.print(f"[yellow]warning:[/] {w}", highlight=False)

@@ -13,7 +13,7 @@ from ..report.terminal import console
 from ..report.jsontext import dumps
 from ..errors import ConfigError
 from .common import report_console
-from ..fileio import emit
+from ..fileio import emit, refuse_inputs
 
 
 class Format(str, Enum):
@@ -79,6 +79,7 @@ def kv_cmd(
     """KV-cache capacity planning: bytes per token, tokens and contexts that fit, hit ratio against capacity."""
     from ..kv.plan import KvOptions, kv_record, run_kv
 
+    refuse_inputs({"--output": output}, [*(logs or []), config, tokenizer])
     opts = KvOptions(config=config, preset=preset, dtype=dtype, fp4_scales=fp4_scales, weights_gb=weights_gb,
                      weights_dtype=weights_dtype, gpu_memory_gb=gpu_memory_gb, gpu_utilization=gpu_utilization,
                      reserved_gb=reserved_gb, tensor_parallel=tensor_parallel, context_tokens=context_tokens,

@@ -14,7 +14,7 @@ from rich.markup import escape
 from ..report.terminal import console
 
 from ..errors import ExitCode
-from ..fileio import write_atomic
+from ..fileio import refuse_inputs, write_atomic
 
 
 class Format(str, Enum):
@@ -75,6 +75,11 @@ def lint_cmd(
         overrides["lockfile"] = str(lockfile.resolve())
     opts = LintOptions(config=config, overrides=overrides, no_suppress=no_suppress, fix=fix or unsafe_fixes,
                        unsafe_fixes=unsafe_fixes, use_lockfile=not no_lockfile)
+    if output is not None:
+        from ..lint.engine import files_read
+
+        read = files_read(paths or [Path(".")], opts)
+        refuse_inputs({"--output": output}, [config, tokenizer, *(p for ps in read.values() for p in ps)])
     run = lint_paths(paths or [Path(".")], opts)
     name = auto_format(sys.stdout.isatty()) if fmt is Format.auto else fmt.value
     if output is not None:

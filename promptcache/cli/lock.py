@@ -9,7 +9,8 @@ import typer
 from ..report.terminal import console
 
 from ..errors import ExitCode
-from ..fileio import write_atomic
+from ..fileio import refuse_inputs, write_atomic
+from ..plurals import counted
 
 
 def lock_cmd(
@@ -22,12 +23,16 @@ def lock_cmd(
 ) -> int:
     """Write each prompt's stable-prefix token count and hash, per breakpoint, to the lockfile; `lint` then fails when a change shrinks a stable prefix or moves a breakpoint."""
     from ..lint import LintOptions, lock_paths
+    from ..lint.engine import files_read
     from ..lint.lockfile import render
 
     overrides = {k: v for k, v in (("provider", provider), ("model", model), ("tokenizer", tokenizer)) if v is not None}
-    path, entries = lock_paths(paths or [Path(".")], LintOptions(config=config, overrides=overrides),
-                               lockfile.resolve() if lockfile else None)
+    opts = LintOptions(config=config, overrides=overrides)
+    read = files_read(paths or [Path(".")], opts)  # the lockfile is read, and rewritten: that is the command
+    inputs = [config, tokenizer, *read["templates"], *read["configs"]]
+    refuse_inputs({"--lockfile": lockfile}, inputs)
+    path, entries = lock_paths(paths or [Path(".")], opts, lockfile.resolve() if lockfile else None)
+    refuse_inputs({"--lockfile" if lockfile else "the lockfile setting": path}, inputs)
     write_atomic(path, render(entries))
-    console(stderr=True).print(f"wrote {path} ({len(entries)} prompt{'s' if len(entries) != 1 else ''})",
-                               highlight=False)
+    console(stderr=True).print(f"wrote {path} ({counted(len(entries), 'prompt')})", highlight=False)
     return int(ExitCode.OK)

@@ -41,8 +41,7 @@ def propose_cmd(
     """Propose stable-first templates, apply them to every logged request and re-price them."""
     from ..propose.engine import propose
 
-    refuse_inputs([output], logs)
-    refuse_inputs([write_proposed], logs, flag="--write-proposed")
+    refuse_inputs({"--output": output, "--write-proposed": write_proposed}, [*logs, prices, tokenizer])
     if fmt is Format.parquet and output is None:
         raise ConfigError("--format parquet writes a binary file: give it --output FILE")
     opts = audit_options(cache_model=cache_model, tokenizer=tokenizer, ttl=ttl, capacity_tokens=capacity_tokens,

@@ -9,12 +9,11 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from ..report.terminal import console
 
 from ..report.jsontext import dumps
 from ..errors import ExitCode
 from ..ingest import ReadOptions, available_formats
-from .common import report_console
+from .common import report_console, with_replay_progress
 from ..fileio import emit, refuse_inputs
 
 
@@ -58,8 +57,7 @@ def replay_cmd(
     """
     from ..replay import ReplayOptions, parse_size, render_replay, replay_record, verify
 
-    refuse_inputs([output], [*logs, *(proposed or [])])
-    err = console(stderr=True)
+    refuse_inputs({"--output": output}, [*logs, *(proposed or []), model, tokenizer])
     opts = ReplayOptions(
         engine=engine, model=model, tokenizer=tokenizer, block_size=block_size, kv_budget_bytes=parse_size(kv_budget),
         capacity_tokens=capacity_tokens, decode_tokens=decode_tokens, limit=limit, repeats=repeats,
@@ -67,20 +65,7 @@ def replay_cmd(
         proposed=[str(p) for p in proposed or []], base_url=base_url, served_model=served_model,
         api_key=os.environ.get("PROMPTCACHE_API_KEY") or os.environ.get("OPENAI_API_KEY"),
         gpu_memory_utilization=gpu_memory_utilization, read=ReadOptions(input_format=input_format, strict=strict))
-    if err.is_terminal:
-        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                      console=err, transient=True) as bar:
-            task = bar.add_task("loading the model", total=None)
-            done = {"n": 0}
-
-            def tick(rec: object) -> None:
-                done["n"] += 1
-                bar.update(task, description=f"replaying: {done['n']:,} requests")
-            res = verify(logs, opts, progress=tick)
-    else:
-        res = verify(logs, opts)
+    res = with_replay_progress(lambda step, variant: verify(logs, opts, progress=step, on_variant=variant))
     code = int(ExitCode.OK if res.ok else ExitCode.FINDINGS)
     if fmt is Format.json or output is not None:
         emit(dumps(replay_record(res)), output)

@@ -73,11 +73,11 @@ class Rule:
         return _compiled(self.id, key, tuple(self.options.get(key) or ()))
 
     def format(self, **values: Any) -> str:
-        """The message with placeholders filled (unknown placeholders stay visible)."""
-        class Safe(dict):
-            def __missing__(self, k: str) -> str:
-                return "{" + k + "}"
-        return self.message.format_map(Safe(values))
+        """The message with placeholders filled (unknown placeholders stay visible; a count of
+        1 takes the singular: :func:`promptcache.plurals.fill`)."""
+        from ..plurals import fill
+
+        return fill(self.message, values)
 
 
 @lru_cache(maxsize=None)

@@ -27,7 +27,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import os
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,16 +57,11 @@ def load_salt(path: str | Path | None) -> bytes:
         return new_salt()
     p = Path(path)
     if not p.exists():
+        from ..fileio import create_atomic
+
         salt = new_salt()
-        try:
-            fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            return load_salt(p)
-        except OSError as e:
-            raise ConfigError(f"cannot create the salt file {p}: {e.strerror}") from None
-        with os.fdopen(fd, "w") as fh:
-            fh.write(salt.hex() + "\n")
-        return salt
+        if create_atomic(p, salt.hex() + "\n", 0o600):
+            return salt
     try:
         text = p.read_text(encoding="ascii").strip()
         salt = bytes.fromhex(text)

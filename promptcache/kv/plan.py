@@ -80,11 +80,11 @@ class KvReport:
         bits_per_value: bits per cached value (4.5 for fp4 with scales).
         kv_bytes_per_token: KV bytes per token, all tensor-parallel GPUs together.
         kv_bytes_per_token_model: the model's own figure (one copy, no replication).
-        params: estimated parameters (``None`` when ``weights_gb`` was given and the config
-            lacks what the estimate needs).
+        params: estimated parameters (``None`` when the config lacks what the estimate needs).
         weights_dtype: dtype of the estimated weights.
         weights_bytes: weight bytes (given or estimated).
-        weights_source: ``estimate`` or ``--weights-gb``.
+        weights_source: ``estimate``, ``--weights-gb``, or ``unknown`` (the config lacks what
+            the estimate needs, and no ``--weights-gb``: no budget then, and a warning says so).
         memory: the budget and what fits, or ``None`` without ``gpu_memory_gb``.
         context_tokens: context length used for ``max_contexts``.
         sweep: the capacity sweep, or ``None`` without logs.
@@ -167,25 +167,31 @@ def run_kv(opts: KvOptions, progress: Callable[[int], None] | None = None) -> Kv
 
     wdtype = normalize_dtype(opts.weights_dtype or (pre.weights_dtype if pre and pre.weights_dtype else "bf16"))
     params: ParamCount | None = None
+    no_estimate = ""  # why the weights cannot be estimated (bytes per token need none of it)
     try:
         params = estimate_params(arch)
-    except ConfigError:
-        if opts.weights_gb is None:
-            raise
+    except ConfigError as e:
+        no_estimate = str(e).split(": ", 1)[-1].split(" (", 1)[0]  # "config lacks 'vocab_size'"
+    wbytes: int | None = None
     if opts.weights_gb is not None:
         if opts.weights_gb < 0:
             raise ConfigError("--weights-gb must not be negative")
-        wbytes: int | None = round(opts.weights_gb * GiB)
+        wbytes = round(opts.weights_gb * GiB)
         wsource = "--weights-gb"
-    else:
-        assert params is not None
+    elif params is not None:
         wbytes = weights_bytes(params.total, wdtype)
         wsource = "estimate"
+    else:
+        wsource = "unknown"
+        warnings.append(f"{arch.name}: {no_estimate}, which the weight estimate needs: the weights (and what "
+                        "fits beside them) need --weights-gb (GiB over all GPUs); bytes per token need none of it")
 
     context = opts.context_tokens if opts.context_tokens is not None else arch.max_position
     util = opts.gpu_utilization if opts.gpu_utilization is not None else defaults.gpu_memory_utilization.value
     memory = None
-    if opts.gpu_memory_gb is not None:
+    if opts.gpu_memory_gb is not None and wbytes is None:
+        pass  # no weights, no budget: the warning above says what to give
+    elif opts.gpu_memory_gb is not None:
         if opts.reserved_gb is None or opts.reserved_gb < 0:
             raise ConfigError("--reserved-gb must not be negative")
         memory = plan_memory(kv_bytes_per_token=kvb, weights=wbytes or 0, gpu_memory_bytes=round(opts.gpu_memory_gb * GiB),
@@ -194,7 +200,7 @@ def run_kv(opts: KvOptions, progress: Callable[[int], None] | None = None) -> Kv
         if context and memory.max_contexts == 0:
             warnings.append(f"not even one {context:,}-token context fits ({memory.max_tokens:,} tokens); "
                             "shorten --context-tokens")
-    elif opts.cpu_tier or opts.ssd_tier:
+    elif (opts.cpu_tier or opts.ssd_tier) and opts.gpu_memory_gb is None:
         raise ConfigError("--cpu-tier/--ssd-tier need --gpu-memory-gb (the GPU tier is what fits after the weights)")
 
     tier_specs = [parse_tier(s, n) for s, n in ((opts.cpu_tier, "cpu"), (opts.ssd_tier, "ssd")) if s]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from ..plurals import counted
 from .memory import GiB
 from .plan import KvReport
 
@@ -75,7 +76,7 @@ def render_kv(r: KvReport, out: Console) -> None:
     if s is not None:
         ctx = r.context_tokens
         out.print(f"[bold]Hit ratio against KV capacity[/] ({s.engine}, {s.rules.granularity}-token blocks, LRU; "
-                  f"{s.requests:,} requests, {s.prompt_tokens:,} prompt tokens)")
+                  f"{counted(s.requests, 'request')}, {counted(s.prompt_tokens, 'prompt token')})")
         t = Table()
         t.add_column("capacity (tokens)", justify="right")
         t.add_column("memory", justify="right")

@@ -386,3 +386,23 @@ def lock_paths(paths: Iterable[str | Path], options: LintOptions | None = None,
             if not any(f == r or r in f.parents for r in roots):
                 entries.setdefault(k, v)
     return target_file, entries
+
+
+def files_read(paths: Iterable[str | Path], options: LintOptions | None = None) -> dict[str, list[Path]]:
+    """What a lint or lock run over ``paths`` reads, by role: ``templates`` (the files a run
+    lints), ``configs`` (the config files that apply to them), ``baselines`` and ``lockfiles``
+    (those the settings name, where they exist). The commands refuse any of them as an output.
+
+    Raises:
+        ConfigError, InputError: as :func:`lint_paths`.
+    """
+    options = options or LintOptions()
+    configs = _Configs(options)
+    files = collect_files([Path(p) for p in paths], configs, [])
+    settings = [configs.for_dir(d) for d in dict.fromkeys([f.parent for f in files] + [Path.cwd()])]
+    found: dict[str, dict[Path, None]] = {"configs": {}, "baselines": {}, "lockfiles": {}}
+    for s in settings:
+        for role, p in (("configs", s.source), ("baselines", s.baseline), ("lockfiles", s.lockfile_path())):
+            if p is not None and p.exists():
+                found[role][p] = None
+    return {"templates": files, **{k: list(v) for k, v in found.items()}}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..plurals import counted
+from ..report.numbers import speed
 from .verify import ReplayRecord, ReplayResult, Summary
 
 SCHEMA = "promptcache.replay/v1"
@@ -146,7 +148,7 @@ def render_replay(res: ReplayResult, console: Any, *, per_request: bool | None =
                           highlight=False)
     else:
         console.print(f"Measured {s.cached_tokens_measured:,} cached tokens vs {s.cached_tokens_simulated:,} simulated "
-                      f"({s.agreeing_requests}/{s.requests} requests equal; the {res.engine} engine's own capacity and "
+                      f"({s.agreeing_requests}/{counted(s.requests, 'request')} equal; the {res.engine} engine's own capacity and "
                       "scheduling are not modelled exactly).", highlight=False)
     if s.outputs_compared:
         mism = res.mismatched_outputs
@@ -163,7 +165,7 @@ def render_replay(res: ReplayResult, console: Any, *, per_request: bool | None =
                           f"request(s){diff}.", highlight=False)
     for name, vs in rows:
         if vs.prefill_speedup is not None and vs.ideal_speedup is not None:
-            console.print(f"{name}: prefill {vs.prefill_speedup:.2f}× faster with the cache; the cached fraction "
+            console.print(f"{name}: prefill {speed(vs.prefill_speedup)} with the cache; the cached fraction "
                           f"({vs.cached_tokens_measured / vs.prompt_tokens:.1%}) implies {vs.ideal_speedup:.2f}× "
                           f"→ {vs.speedup_ratio:.2f} of ideal.", highlight=False)
     prop = res.proposal

@@ -330,6 +330,27 @@ class ReplayResult:
 
 
 ProgressFn = Callable[[ReplayRecord], None]
+#: Called as each variant starts (the model loaded): the variant's name and how many requests
+#: it replays (``None`` where the log is standard input, which can be read only once).
+VariantFn = Callable[[str, "int | None"], None]
+
+
+def planned(paths: Sequence[str | Path], read: ReadOptions, limit: int | None) -> int:
+    """How many requests replaying ``paths`` takes: those the logs hold, at most ``limit``
+    (read, not tokenized: a replay spends seconds a request, this pass a few microseconds).
+
+    Raises:
+        InputError: as reading the logs does.
+    """
+    from ..ingest import InputStats, read_requests
+
+    n = 0
+    for p in paths:
+        for _ in read_requests(p, InputStats(str(p)), read):
+            n += 1
+            if limit is not None and n >= limit:
+                return n
+    return n
 
 
 def make_engine(opts: ReplayOptions, ref: Any = None) -> Engine:
@@ -407,7 +428,7 @@ def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
 
 def verify(paths: Sequence[str | Path], options: ReplayOptions | None = None, *,
            proposed_requests: Iterable[Request] | None = None, engine: Engine | None = None,
-           progress: ProgressFn | None = None) -> ReplayResult:
+           progress: ProgressFn | None = None, on_variant: VariantFn | None = None) -> ReplayResult:
     """Replay logs on an engine with prefix caching and compare with the simulation.
 
     This is the library entry point behind ``promptcache replay`` and ``promptcache audit
@@ -421,6 +442,8 @@ def verify(paths: Sequence[str | Path], options: ReplayOptions | None = None, *,
         engine: an engine already built (tests, or to keep a model loaded across calls);
             ``None`` builds one from the options.
         progress: called after each replayed request.
+        on_variant: called as each variant starts, the model loaded, with its name and the
+            number of requests it replays (:func:`planned`), for a progress bar.
 
     Returns:
         A :class:`ReplayResult`; ``result.ok`` is False when the cache proved wrong.
@@ -467,6 +490,15 @@ def verify(paths: Sequence[str | Path], options: ReplayOptions | None = None, *,
             if not eng.reset():
                 warnings.append(f"{eng.name}: could not empty the prefix cache before the {variant} variant; "
                                 "its first requests may hit blocks of earlier traffic")
+            if on_variant is not None:
+                if vreqs is not None:
+                    vreqs = list(vreqs)
+                    total = len(vreqs) if opts.limit is None else min(opts.limit, len(vreqs))
+                elif any(str(p) == "-" for p in vpaths):
+                    total = None
+                else:
+                    total = planned(vpaths, opts.read, opts.limit)
+                on_variant(variant, total)
             pipe = _pipeline(vpaths, vreqs, tokenizer, opts, capacity)
             steps = pipe.steps()
             if opts.limit is not None:

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..plurals import counted
 from ..pipeline import AuditResult
 from .numbers import duration, miss_reason, pct, usd
 
@@ -27,7 +28,7 @@ def render_audit(res: AuditResult, console: Console, *, top: int = 10) -> None:
     prompt = res.scenarios["no_cache"].prompt_tokens
     files = ", ".join(f"{st.path} ({st.format or 'no requests'})" for st in res.inputs)
     console.print(Text.assemble(("promptcache audit", "bold"), f"  {files}"))
-    console.print(f"{n:,} requests, {prompt:,} prompt tokens, {duration(res.span_seconds)}"
+    console.print(f"{counted(n, 'request')}, {counted(prompt, 'prompt token')}, {duration(res.span_seconds)}"
                   + (f"; [yellow]{skipped:,} malformed line(s) skipped[/]" if skipped else ""))
     for name, (exact, note) in res.tokenizers.items():
         label = "[green]exact[/]" if exact else "[yellow]approximate[/]"
@@ -74,7 +75,7 @@ def render_audit(res: AuditResult, console: Console, *, top: int = 10) -> None:
             acc[1] += 1
     if reasons:
         console.print("Shared tokens the simulated rules do not serve, by reason: " + "; ".join(
-            f"{miss_reason(k)}: {v[0]:,} tokens in {v[1]:,} requests"
+            f"{miss_reason(k)}: {counted(v[0], 'token')} in {counted(v[1], 'request')}"
             for k, v in sorted(reasons.items(), key=lambda kv: -kv[1][0])))
 
     if res.top_prefixes:
@@ -137,7 +138,7 @@ def render_findings(res: AuditResult, console: Console, *, limit: int = 20) -> N
         for side in ("before", "after"):
             if side in f.evidence:
                 console.print(f"    {side + ':':7} {f.evidence[side]}", highlight=False, markup=False)
-        console.print(f"    lost: {f.tokens_lost:,} tokens, {usd(f.cost_usd_lost)} over {f.requests:,} requests")
+        console.print(f"    lost: {counted(f.tokens_lost, 'token')}, {usd(f.cost_usd_lost)} over {counted(f.requests, 'request')}")
         console.print(f"    fix: {f.rule.fix.get('description')} [dim]({f.rule.fix.get('safety')})[/]")
     if len(res.findings) > limit:
         console.print(f"[dim]… {len(res.findings) - limit} more in --format json[/]")

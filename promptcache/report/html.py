@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..plurals import counted
 from .numbers import duration, miss_reason, pct, usd
 
 COLORS = {"no_cache": "#8c959f", "reported": "#a371f7", "simulated": "#0969da", "ideal": "#1a7f37"}
@@ -274,7 +275,7 @@ def _over_time(rec: dict[str, Any]) -> str:
     hit = line_chart("chart-hit-time", [(n, [(mid(b), b["scenarios"][n]["hit_ratio"],
                                               f"{LABELS[n]}: {pct(b['scenarios'][n]['hit_ratio'])} of "
                                               f"{b['scenarios'][n]['prompt_tokens']:,} tokens, "
-                                              f"{b['scenarios'][n]['requests']:,} requests") for b in bins])
+                                              f"{counted(b['scenarios'][n]['requests'], 'request')}") for b in bins])
                                         for n in hit_names],
                      x_lo=x_lo, x_hi=x_hi, axis=axis, y_fmt=lambda t: f"{100 * t:.0f}%", y_max=1.0)
     priced = any(b["scenarios"][n]["cost_usd"] is not None for b in bins for n in names)
@@ -359,7 +360,9 @@ def _findings(rec: dict[str, Any], limit: int = 50) -> str:
             f'<td>{esc(f["fix"]["description"])}<div class="loc">{esc(f["fix"]["safety"])}</div></td></tr>')
     more = f'<p class="note">… {len(fs) - limit} more in --format json.</p>' if len(fs) > limit else ""
     return ('<section id="findings"><h2>What breaks the cache</h2><p class="note">Ranked by money lost under the '
-            'simulated rules; values quoted around each break are redacted unless --show-text.</p>'
+            'simulated rules. In the values quoted around each break, secrets are masked and names, account ids, e-mail '
+            'addresses and phone numbers are shown as their kind and a salted fingerprint (the same value, the same '
+            'fingerprint), unless the report was made with --show-text.</p>'
             '<table><thead><tr><th class="n">#</th><th>Rule</th><th>What and where</th><th class="n">Requests</th>'
             '<th class="n">Tokens lost</th><th class="n">Money lost</th><th>Fix</th></tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table>{more}</section>')
@@ -415,7 +418,7 @@ def _proposals(rec: dict[str, Any], proposals: Sequence[dict[str, Any]] | None, 
             ("ideal after", p["after"]["ideal"]["cached_tokens"], COLORS["ideal"],
              f'{p["after"]["ideal"]["cached_tokens"]:,} cached')], width=520, label_w=120, value_w=110, bar_h=16, gap=6)
         parts.append(f'<div class="prop" id="proposal-{i}"><h3><code>{esc(p["template_id"])}</code> '
-                     f'<span class="loc">{esc(p["namespace"])} · {p["requests"]:,} requests{esc(unmatched)}</span>'
+                     f'<span class="loc">{esc(p["namespace"])} · {counted(p["requests"], "request")}{esc(unmatched)}</span>'
                      f'{saves}</h3><div class="grid2"><ul>{changes}</ul><div>{chart}{_against_ideal(p)}'
                      f'{_lifetime(p.get("lifetime"))}</div></div></div>')
     return ('<section id="proposals"><h2>Proposals</h2><p class="note">Each applied to every request of its template '
@@ -516,7 +519,7 @@ def render_html(rec: dict[str, Any], proposals: Sequence[dict[str, Any]] | None 
     fmts = ", ".join(sorted({st["format"] for st in rec["inputs"] if st["format"]}))
     skipped = sum(st["skipped_lines"] for st in rec["inputs"])
     tok = s["tokenizer"]
-    sub = (f"{files} ({fmts or 'no requests'}) · {s['requests']:,} requests · {s['prompt_tokens']:,} prompt tokens · "
+    sub = (f"{files} ({fmts or 'no requests'}) · {counted(s['requests'], 'request')} · {counted(s['prompt_tokens'], 'prompt token')} · "
            f"{duration(s['span_seconds'], none='no arrival times')} · tokenizer {tok['name'] or '-'} ({'exact' if tok['exact'] else 'approximate'})"
            + (f" · {skipped:,} malformed line(s) skipped" if skipped else ""))
     body = (f'<header><h1>{esc(title)}</h1><p class="sub">{esc(sub)}</p></header>'

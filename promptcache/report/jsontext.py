@@ -3,9 +3,27 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import orjson
+
+#: Characters JSON may hold raw that a terminal acts on: the C1 controls and the bidirectional
+#: embeddings, overrides and isolates (JSON writers already escape C0; see
+#: :data:`promptcache.report.terminal.CONTROL`).
+_RAW_CONTROL = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def escape_controls(text: str) -> str:
+    """JSON text with the characters of :data:`_RAW_CONTROL` written as ``\\uXXXX`` escapes:
+    the same JSON value, safe to print to a terminal (raw, they can occur only inside strings).
+
+    >>> escape_controls('{"a": "\x9b31m\u202e"}')
+    '{"a": "\\\\u009b31m\\\\u202e"}'
+    """
+    if text.isascii() and "\x7f" not in text:
+        return text
+    return _RAW_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def dumps(record: Any) -> str:
@@ -16,6 +34,8 @@ def dumps(record: Any) -> str:
     serial tail). Floats are written in their shortest round-trip form (``1e-5``), NaN and
     infinities as ``null``, and non-string keys as strings. A record orjson cannot write (an
     integer beyond 64 bits) is written by the standard library, with the same indentation.
+    Control characters in strings are escaped (:func:`escape_controls`), so the text is safe
+    to print to a terminal.
 
     Raises:
         TypeError: for a value JSON cannot hold (a set, a ``Decimal``).
@@ -30,6 +50,7 @@ def dumps(record: Any) -> str:
     }
     """
     try:
-        return orjson.dumps(record, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+        text = orjson.dumps(record, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
     except orjson.JSONEncodeError:
-        return json.dumps(record, ensure_ascii=False, indent=2)
+        text = json.dumps(record, ensure_ascii=False, indent=2)
+    return escape_controls(text)

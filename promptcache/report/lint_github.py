@@ -12,13 +12,16 @@ from itertools import groupby
 from typing import TextIO
 
 from ..lint.engine import LintRun
-from .lint_records import printable
+from .terminal import safe
 
 LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 
 
 def _data(s: str) -> str:
-    return printable(s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
+    """A workflow command's value: ``%``, CR and LF percent-encoded (GitHub's escapes), other
+    control characters escaped (:func:`~promptcache.report.terminal.safe`): the runner's log
+    and a terminal both act on escape sequences."""
+    return safe(s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def _prop(s: str) -> str:

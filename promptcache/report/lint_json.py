@@ -6,9 +6,10 @@ import json
 from typing import TextIO
 
 from ..lint.engine import LintRun
-from .lint_records import json_printable, records
+from .jsontext import escape_controls
+from .lint_records import records
 
 
 def render(run: LintRun, out: TextIO) -> None:
     """Write the JSON report."""
-    out.write(json_printable(json.dumps(records(run), indent=1, ensure_ascii=False)) + "\n")
+    out.write(escape_controls(json.dumps(records(run), indent=1, ensure_ascii=False)) + "\n")

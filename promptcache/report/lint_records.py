@@ -12,12 +12,12 @@ record every lint format is built from, and the registry of lint reporters.
 from __future__ import annotations
 
 import os
-import re
 from importlib import import_module
 from typing import Any, Callable, TextIO
 
 from ..lint.engine import LintRun
 from ..lint.model import LintFinding
+from .terminal import safe
 
 SCHEMA = "promptcache.lint/v1"
 #: Where each rule's documentation lives (the rule file is the documentation).
@@ -27,28 +27,11 @@ RULE_DOCS = "https://github.com/promptcache/promptcache/blob/main/rules/lint/{id
 REPORTERS = {"text": "lint_text", "json": "lint_json", "sarif": "lint_sarif", "github": "lint_github"}
 
 
-#: C0 controls but tab, DEL, and C1 controls (ESC starts a terminal sequence; U+009B is CSI).
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
-_C1 = re.compile(r"[\x7f-\x9f]")
-
-
-def _escape(m: re.Match[str]) -> str:
-    c = m.group(0)
-    return "\\n" if c == "\n" else f"\\x{ord(c):02x}"
-
-
 def printable(s: str) -> str:
-    """``s`` with every control character but tab written as an escape (``\\x1b``, ``\\n``):
-    a template, a file name or a message quoting one never sends a terminal sequence (clear
-    screen, window title, cursor moves) to whoever reads the report."""
-    return _CONTROL.sub(_escape, s)
-
-
-def json_printable(text: str) -> str:
-    """JSON text with the C1 controls and DEL that ``json.dumps(..., ensure_ascii=False)`` leaves
-    raw written as ``\\u`` escapes (C0 controls are always escaped by json): the same JSON
-    value, safe on a terminal."""
-    return _C1.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
+    """One line of a report: ``s`` as :func:`~promptcache.report.terminal.safe` writes it, with
+    a newline written as ``\\n`` too, so a template, a file name or a message quoting one stays
+    on its line and never sends a terminal sequence (clear screen, window title, cursor moves)."""
+    return safe(s).replace("\n", "\\n")
 
 
 def reporter(name: str) -> Callable[[LintRun, TextIO], None]:

@@ -20,8 +20,9 @@ from typing import Any, TextIO
 
 from ..diagnose.rules import Rule
 from ..lint.engine import LintRun
+from .jsontext import escape_controls
 from ..lint.model import LintFinding
-from .lint_records import RULE_DOCS, json_printable
+from .lint_records import RULE_DOCS
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -123,4 +124,4 @@ def sarif(run: LintRun) -> dict[str, Any]:
 
 def render(run: LintRun, out: TextIO) -> None:
     """Write the SARIF log."""
-    out.write(json_printable(json.dumps(sarif(run), indent=1, ensure_ascii=False)) + "\n")
+    out.write(escape_controls(json.dumps(sarif(run), indent=1, ensure_ascii=False)) + "\n")

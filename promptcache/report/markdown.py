@@ -11,7 +11,9 @@ import re
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..plurals import counted
 from .numbers import pct, usd
+from .terminal import safe
 
 LABELS = {"no_cache": "no cache", "reported": "reported (log usage)", "simulated": "simulated rules",
           "ideal": "ideal (unbounded, no minimum)"}
@@ -21,11 +23,12 @@ _SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 def md(v: Any, width: int | None = None) -> str:
     """Escape a value for Markdown text and table cells: backslash-escapes Markdown
     punctuation (``|``, backticks, ``*``, ``_``, brackets ...), turns ``<``/``&`` into entities,
-    line breaks into ``⏎``, and ``@`` into ``@`` + zero-width space (no mentions). Long text is
-    cut to ``width`` characters."""
+    line breaks into ``⏎``, control characters into their escapes (``\\x1b``:
+    :func:`~promptcache.report.terminal.safe`, the report is read in terminals too) and ``@``
+    into ``@`` + zero-width space (no mentions). Long text is cut to ``width`` characters."""
     if v is None:
         return ""
-    s = str(v).replace("\r\n", "\n").replace("\r", "\n").replace("\n", "⏎")
+    s = safe(str(v).replace("\r\n", "\n").replace("\r", "\n").replace("\n", "⏎"))
     if width is not None and len(s) > width:
         s = s[:width - 1] + "…"
     s = s.replace("&", "&amp;").replace("<", "&lt;")
@@ -52,7 +55,7 @@ def render_markdown(rec: dict[str, Any], proposals: Sequence[dict[str, Any]] | N
     out = [f"### promptcache audit: {files}", ""]
     tok = s["tokenizer"]
     skipped = sum(st["skipped_lines"] for st in rec["inputs"])
-    out.append(f"{s['requests']:,} requests, {s['prompt_tokens']:,} prompt tokens; tokenizer {md(tok['name'] or '-')} "
+    out.append(f"{counted(s['requests'], 'request')}, {counted(s['prompt_tokens'], 'prompt token')}; tokenizer {md(tok['name'] or '-')} "
                f"({'exact' if tok['exact'] else 'approximate'})" + (f"; {skipped:,} malformed line(s) skipped" if skipped else "")
                + ".")
     out += ["", "| scenario | cached tokens | hit ratio | cache writes | cost |", "|---|--:|--:|--:|--:|"]

@@ -56,3 +56,17 @@ def duration(s: float | None, none: str = "unknown span") -> str:
     if s >= 60:
         return f"{s // 60}m {s % 60}s"
     return f"{s}s"
+
+
+def speed(ratio: float) -> str:
+    """A speed ratio (time without / time with) in words: ``2.50× faster``, ``1.72× slower``
+    for a ratio under 1 (0.58), ``no faster`` within rounding of 1 (0 or less: ``slower``).
+
+    >>> speed(2.5), speed(0.58), speed(1.001)
+    ('2.50× faster', '1.72× slower', 'no faster')
+    """
+    if abs(ratio - 1) < 0.005:
+        return "no faster"
+    if ratio < 1:
+        return f"{1 / ratio:.2f}× slower" if ratio > 0 else "slower"
+    return f"{ratio:.2f}× faster"

@@ -9,6 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from ..plurals import counted
 from ..diagnose.redact import redact
 from ..propose.engine import ProposeResult
 from .audit_text import per_day
@@ -26,7 +27,7 @@ def render_proposals(res: ProposeResult, console: Console, *, show_text: bool = 
                            style="bold"))
     for p in res.proposals:
         t = p.plan.template
-        console.print(Text.assemble((t.id, "bold"), f"  {t.namespace}  {p.requests:,} requests"
+        console.print(Text.assemble((t.id, "bold"), f"  {t.namespace}  {counted(p.requests, 'request')}"
                                     + (f" ({p.unmatched:,} did not match the template and were left as they are)"
                                        if p.unmatched else "")))
         for c in p.plan.changes:

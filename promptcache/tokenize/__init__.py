@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from .base import Tokenizer
-from .tiktoken_backend import ENCODINGS, TiktokenTokenizer, encoding_for_model
+from .tiktoken_backend import ENCODINGS, TiktokenTokenizer, openai_encoding
 
 __all__ = ["Tokenizer", "TokenMemo", "resolve_tokenizer", "ids_to_bytes", "bytes_to_ids"]
 
@@ -67,15 +67,21 @@ def text_chunks(text: str, size: int = 4096) -> list[str]:
     (True, 5, True)
     """
     cuts: list[int] = []
-    end = len(text)
+    search = _CUT.search
+    end = stop = len(text)
     target = end - size
     while target > 0:
-        m = _CUT.search(text, target, end)
+        m = search(text, target, stop)
         if m is not None:
             p = m.end()  # after the newline, or at the space
             if 0 < p < end:
                 cuts.append(p)
                 end = p
+        # The next window is searched only up to its end (linear in the text's length): a cut
+        # found past it would be the first one after this window's start, which this step made
+        # already or found none of. A cut's match needs the character after the one it starts
+        # at, so the search stops one character past the window.
+        stop = target + 1 if target < end else end
         target -= size
     cuts.reverse()
     return [text[i:j] for i, j in zip([0] + cuts, cuts + [len(text)])]
@@ -198,7 +204,8 @@ def resolve_tokenizer(spec: str | None, *, default: str | None, model: str | Non
         spec: ``--tokenizer``: an encoding name (``o200k_base``, ``cl100k_base``),
             ``approx`` / ``approx:<encoding>``, or a path to a model directory, a
             ``tokenizer.json`` or a ``.gguf`` file. ``None`` uses ``default``.
-        default: the provider rules' choice: ``tiktoken`` (by OpenAI model name),
+        default: the provider rules' choice: ``tiktoken`` (by OpenAI model name; a model
+            tiktoken does not know, or none, gets ``o200k_base`` labelled approximate),
             ``approx:<encoding>``, or ``None`` (no text to tokenize).
         model: model name, for ``tiktoken``.
 
@@ -212,7 +219,12 @@ def resolve_tokenizer(spec: str | None, *, default: str | None, model: str | Non
     if choice is None:
         return None
     if choice == "tiktoken":
-        return TiktokenTokenizer(encoding_for_model(model))
+        enc, known = openai_encoding(model)
+        if known:
+            return TiktokenTokenizer(enc)
+        why = f"{model!r} is no OpenAI model tiktoken knows" if model else "the requests name no model"
+        return TiktokenTokenizer(enc, exact=False,
+                                 note=f"approximate counts ({enc}): {why}; pass --tokenizer for exact counts")
     if choice in ENCODINGS:
         return TiktokenTokenizer(choice)
     if choice == "approx" or choice.startswith("approx:"):

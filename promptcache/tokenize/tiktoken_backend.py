@@ -216,21 +216,32 @@ class TiktokenTokenizer:
         return self._specials.get(token)
 
 
-#: Model-name prefixes → encoding, newest first (tiktoken's own table lags new models).
-def encoding_for_model(model: str | None) -> str:
-    """The tiktoken encoding of an OpenAI model name; ``o200k_base`` for unknown newer ones.
+def openai_encoding(model: str | None) -> tuple[str, bool]:
+    """The tiktoken encoding of an OpenAI model name, and whether tiktoken's model table (its
+    names and prefixes: ``gpt-5``, ``gpt-4.1-``, ``o3-``, ``ft:gpt-4o`` ...) knows the model:
+    ``(o200k_base, False)`` for a model it does not know, or none.
 
-    >>> encoding_for_model("gpt-4-0613"), encoding_for_model("gpt-4o-mini"), encoding_for_model("gpt-5.6")
-    ('cl100k_base', 'o200k_base', 'o200k_base')
+    >>> openai_encoding("gpt-4-0613"), openai_encoding("openai/gpt-5.6"), openai_encoding("acme-7b")
+    (('cl100k_base', True), ('o200k_base', True), ('o200k_base', False))
     """
     if model:
         m = model.split("/")[-1]
         try:
             name = tiktoken.encoding_name_for_model(m)
             if name in ENCODINGS:
-                return "o200k_base" if name == "o200k_harmony" else name
+                return ("o200k_base" if name == "o200k_harmony" else name), True
         except KeyError:
             pass
         if m.startswith(("gpt-4-", "gpt-3.5", "gpt-35")) or m == "gpt-4":
-            return "cl100k_base"
-    return "o200k_base"
+            return "cl100k_base", True
+    return "o200k_base", False
+
+
+def encoding_for_model(model: str | None) -> str:
+    """The tiktoken encoding of an OpenAI model name; ``o200k_base`` for others (see
+    :func:`openai_encoding`, which says whether the model is known).
+
+    >>> encoding_for_model("gpt-4-0613"), encoding_for_model("gpt-4o-mini"), encoding_for_model("gpt-5.6")
+    ('cl100k_base', 'o200k_base', 'o200k_base')
+    """
+    return openai_encoding(model)[0]
