@@ -30,6 +30,7 @@ from .ingest.common import provider_for_model
 from .model import Divergence, Request
 from .pricing import PriceBook, Rates, tokens_cost
 from .simulate import Outcome, Prompt, RequestRef, Simulator
+from .step import Step
 from .simulate.rules import CacheRules, ProviderFile, load_providers, provider as provider_file
 from .prepare import CHUNK, Back, Context, Front, front_process
 from .tokenize import Tokenizer, one_thread_per_batch, resolve_tokenizer
@@ -385,28 +386,6 @@ def stretch_rank(s: PrefixStretch) -> tuple[Decimal, int]:
     return (s.value_usd if s.value_usd is not None else Decimal(0), s.tokens * s.reused_by)
 
 
-@dataclass(slots=True)
-class Step:
-    """One request after simulation: what downstream stages (diagnosis, replay, reports) see.
-
-    Attributes:
-        request: the parsed request.
-        prompt: its tokens and segments.
-        context: tokenizer and chat format (``None`` for hashed traces).
-        rules: the cache rules applied.
-        outcome: simulated and ideal results (``ideal_write_tokens`` is final only after the
-            stream ends).
-        other: the earlier request this one diverged from, or ``None``.
-    """
-
-    request: Request
-    prompt: Prompt
-    context: Context | None
-    rules: CacheRules
-    outcome: Outcome
-    other: RequestRef | None
-
-
 class Pipeline:
     """Runs ingest → render → tokenize → simulate over log files, one :class:`Step` per request.
 
@@ -751,7 +730,7 @@ def collect(pipe: Pipeline, *, progress: Callable[[int], None] | None = None,
     if opts.diagnose:
         from .diagnose.engine import Diagnoser
 
-        diag = Diagnoser(pipe, book, show_text=opts.show_text)
+        diag = Diagnoser(pipe.state.providers, book, show_text=opts.show_text)
     outcomes = []
     with fewer_collections():
         for step in pipe.steps(progress):

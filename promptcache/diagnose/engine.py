@@ -22,19 +22,20 @@ from bisect import bisect_right
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 from decimal import Decimal
+from collections.abc import Mapping
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..pipeline import Pipeline, Step
 from ..prepare import Context as _Context
+from ..step import Step
 from ..content import canonical_json, documents, looks_like_documents, normalize_whitespace, stable_documents
 from ..model import Part, Request
 from ..prefix.lcp import common_prefix
 from ..pricing import PriceBook, Rates
 from ..simulate import Prompt
 from ..simulate.boundaries import BoundarySim
-from ..simulate.rules import CacheRules
+from ..simulate.rules import CacheRules, ProviderFile
 from .findings import Candidate, Finding, aggregate
 from .redact import Evidence, Excerpt
 from .rules import Rule, load_rules
@@ -134,17 +135,17 @@ def _tool_name(p: Part) -> str:
 
 
 class Diagnoser:
-    """Streams :class:`~promptcache.pipeline.Step` s and collects :class:`Candidate` s.
+    """Streams :class:`~promptcache.step.Step` s and collects :class:`Candidate` s.
 
     Args:
-        pipeline: the running pipeline (rules per namespace, providers).
+        providers: the provider files by id (whether a rules id is a priced provider).
         book: prices, for money lost.
         rules: the rules to apply (default: every shipped rule).
         show_text: quote values unredacted.
     """
 
-    def __init__(self, pipeline: Pipeline, book: PriceBook, rules: Sequence[Rule] | None = None, show_text: bool = False):
-        self.pipe = pipeline
+    def __init__(self, providers: Mapping[str, ProviderFile], book: PriceBook, rules: Sequence[Rule] | None = None, show_text: bool = False):
+        self.providers = providers
         self.book = book
         self.rules = tuple(rules) if rules is not None else load_rules()
         self.by_kind: dict[str, list[Rule]] = {}
@@ -179,7 +180,7 @@ class Diagnoser:
         return next((ru for ru in self.by_kind.get(kind, ()) if ru.options.get(option) == value), None)
 
     def _rates(self, step: Step) -> Rates | None:
-        pf = self.pipe.state.providers[step.outcome.provider]
+        pf = self.providers[step.outcome.provider]
         return self.book.rates(step.outcome.provider if pf.kind == "provider" else None, step.request.model,
                                step.request.arrival)
 
