@@ -27,7 +27,10 @@ def fired(rule: Rule, case: list[dict[str, Any]], options: dict[str, Any] | None
         path = Path(d) / f"{rule.id}.jsonl"
         path.write_text("".join(json.dumps(expand(r)) + "\n" for r in case), encoding="utf-8")
         res = audit([path], AuditOptions(**(options or {})))
-    return [f.rule.id for f in res.findings]
+    got = [f.rule.id for f in res.findings]
+    if rule.options.get("accounting_only"):  # a row of the loss accounting, not a finding
+        got += [r.rule for r in res.accounting.rows]
+    return got
 
 
 def check_examples(rule: Rule) -> list[str]:

@@ -200,6 +200,8 @@ class AuditResult:
         findings: filled by diagnosis (issue-level features add to it).
         prices_source: where the prices came from.
         book: the prices used (per-request costs: :func:`request_costs`).
+        accounting: every lost token by gap and cause
+            (:class:`~promptcache.diagnose.accounting.Accounting`), or ``None`` without diagnosis.
     """
 
     inputs: list[InputStats]
@@ -215,6 +217,7 @@ class AuditResult:
     findings: list[Any] = field(default_factory=list)
     prices_source: str = ""
     book: PriceBook | None = None
+    accounting: Any = None
 
     @property
     def tokenizer_exact(self) -> bool:
@@ -752,6 +755,7 @@ def collect(pipe: Pipeline, *, progress: Callable[[int], None] | None = None,
 
 def assemble(part: Partial, opts: AuditOptions, book: PriceBook) -> AuditResult:
     """Price a (merged) :class:`Partial` and build the :class:`AuditResult`."""
+    from .diagnose.accounting import build as accounting
     from .diagnose.findings import aggregate
 
     scen, nss = price(part.outcomes, part.rules, book)
@@ -775,7 +779,7 @@ def assemble(part: Partial, opts: AuditOptions, book: PriceBook) -> AuditResult:
         unknown_models=sorted(book.unknown), span_seconds=span,
         prices_source=f"genai-prices {book.genai_version}" + (f" + {opts.prices_file}" if opts.prices_file else ""),
         findings=aggregate(part.candidates) if part.candidates is not None else [],
-        book=book,
+        book=book, accounting=accounting(part.candidates) if part.candidates is not None else None,
     )
 
 

@@ -9,8 +9,13 @@ path, character offset, token index); the rules in ``rules/lint/`` then name the
 counterfactual (both prompts with the cause removed: the value replaced, the tools sorted, the
 keys canonicalised, ...) re-tokenized and compared tells how many tokens the cause costs.
 
-Causes that the prompt text cannot show (TTL expiry, minimum length, cache keys, parameters,
-breakpoints) come from the simulation's outcome and are named as such.
+Every lost token goes to exactly one cause (:mod:`.accounting`): a located content cause claims
+what the request would have shared with its predecessor without it, beyond the ideal cache; the
+ideal cache's lead over the simulated rules is claimed whole by one mechanics cause (minimum
+length, TTL, breakpoints, cache keys, capacity, granularity), and the simulation's lead over the
+reported usage by one cause only the reported usage shows (routing, per-request keys, rendered
+parameters, reasoning settings, server-side chains, TTL or capacity inside the documented
+ranges). What no cause explains is recorded as ``unexplained``, with the miss reason.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from ..pricing import PriceBook, Rates
 from ..simulate import Prompt
 from ..simulate.boundaries import BoundarySim
 from ..simulate.rules import CacheRules, ProviderFile
+from .accounting import UNEXPLAINED
 from .findings import Candidate, Finding, aggregate
 from .redact import Evidence, Excerpt
 from .rules import Rule, load_rules
@@ -154,8 +160,6 @@ class Diagnoser:
         # looked up per request: resolved once
         self._structural = {ru.options.get("compare"): ru for ru in self.by_kind.get("structural-diff", ())}
         self._bp = {ru.options.get("check"): ru for ru in self.by_kind.get("breakpoint", ())}
-        self._bp_volatile = self._first("breakpoint", "check", "volatile-block")
-        self._bp_moved = self._first("breakpoint", "check", "moved")
         self._fallback_rule = self._first("structural-diff", "compare", "any")
         self._ttl_choice = self._first("timing", "check", "ttl-choice")
         self._value_rules = [(rule, [(pat, "value" in pat.groupindex) for pat in rule.patterns()],
@@ -168,6 +172,7 @@ class Diagnoser:
         self.latest: dict[str, int] = {}
         self._buf: list[Candidate] = self.cands
         self._extends = False
+        self._cf: tuple[int, float | None] | None = None
         self.keys: dict[str, dict[str | None, int]] = {}
         self.key_windows: dict[tuple[str, str, bytes], list[float]] = {}
         self.overflow: dict[tuple[str, str], list[int]] = {}
@@ -199,9 +204,13 @@ class Diagnoser:
         return hit if hit >= rules.min_tokens else 0
 
     def _add(self, step: Step, rule: Rule, key: tuple[Any, ...], *, segment: str | None, char: int | None,
-             token: int | None, evidence: dict[str, Any] | Evidence, lost: int, cost: Decimal | None, **values: Any) -> None:
+             token: int | None, evidence: dict[str, Any] | Evidence, lost: int, cost: Decimal | None,
+             gap: str | None = "content", **values: Any) -> None:
+        """Record one cause instance; ``gap`` names the accounting gap its tokens belong to
+        (``content`` for what :meth:`_pair` locates in the text)."""
         o = step.outcome
-        self._buf.append(Candidate(rule, key, o.index, o.path, o.line, segment, char, token, evidence, lost, cost, values))
+        self._buf.append(Candidate(rule, key, o.index, o.path, o.line, segment, char, token, evidence, lost, cost, values,
+                                   gap))
 
     # ------------------------------------------------------------------ streaming
 
@@ -211,8 +220,9 @@ class Diagnoser:
         The request is compared with its session's previous request when the log names a
         session; otherwise with the latest request of the same model (the live template
         family) and with the earlier request it shares most with, keeping the comparison that
-        explains more lost tokens. Timing and length causes are reported only where no content
-        cause explains the request's loss.
+        explains more lost tokens. Then the gap between the ideal and the simulated cache, and
+        between the simulated cache and the reported usage, are each claimed by one cause (or
+        recorded as unexplained).
         """
         r, o = step.request, step.outcome
         ideal_ns = f"{o.provider}/{o.model or '-'}"
@@ -236,6 +246,7 @@ class Diagnoser:
                 seen.add(idx)
         self.latest[ideal_ns] = o.index
         best: list[Candidate] = []
+        best_cf: tuple[int, float | None] | None = None
         if step.context is not None and step.prompt.segments:
             best_lost = -1
             for k, (got, family) in enumerate(preds):
@@ -245,20 +256,30 @@ class Diagnoser:
                     break  # it extends its own session's last request: other comparisons add nothing
                 self._buf = []
                 self._extends = False
+                self._cf = None
                 self._pair(step, got[0], got[1], family)
                 lost = sum(c.tokens_lost for c in self._buf)
-                if lost > best_lost:
-                    best, best_lost = self._buf, lost
+                if lost > best_lost or (lost == best_lost and self._buf and not best):
+                    best, best_lost, best_cf = self._buf, lost, self._cf
             recent[o.index] = (r, step.prompt, step.context)
             if len(recent) > RECENT:
                 recent.popitem(last=False)
         self._buf = self.cands
+        start = len(self.cands)
         self.cands.extend(best)
-        explained = any(c.rule.kind in ("value-pattern", "structural-diff", "parameter-diff") for c in best)
-        self._outcome_checks(step, explained)
+        # the request that could have written what the ideal cache serves: the earlier request it
+        # shares most with, else its session's previous one
+        writer = recent.get(o.diverged_from) if o.diverged_from is not None else None
+        if writer is None and preds:
+            writer = preds[0][0]
+        self._rules_gap(step, writer, best[0] if best and best_cf is not None else None, best_cf)
+        self._reported_gap(step, preds[0][0][0] if preds else None)
         self._keys(step, ideal_ns)
         if step.rules.mode == "breakpoints" and step.prompt.segments:
             self._shadow_1h(step)
+        verdict = r.response.verdict if r.response is not None else None
+        if verdict is not None:
+            self._show_verdict(self.cands[start:], verdict)
 
     def finish(self) -> list[Finding]:
         """Aggregate everything seen into ranked findings."""
@@ -286,14 +307,12 @@ class Diagnoser:
                               cost=self._money(step, step.outcome.cached_tokens, step.outcome.cached_tokens + lost),
                               param="model")
             return
-        self._breakpoint_moved(step, pp, rp, d)
         if d * 4 >= len(pp.units) or d * 4 >= len(rp.units):
             self._extends = True
             return  # one extends the other: no break
         i, j = _segment_index(rp, d), _segment_index(pp, d)
         tail = _conversation_start(rp) if family else _tail_start(rp)
         pair = Pair(r, p, rp, pp, ctx, d, i, j, _char_at(rp, ctx, i, d), tail, step.rules)
-        self._breakpoint_volatile(step, pair)
         in_tail = i >= pair.tail
         for check in (self._parameter, self._structure, self._values):
             if check(step, pair, in_tail):
@@ -311,13 +330,25 @@ class Diagnoser:
         return max(0, unshared_now - unshared_cf)
 
     def _report_lost(self, step: Step, pair: Pair, lost: int) -> tuple[int, Decimal | None]:
+        """The content gap of a located cause: the request would share ``pair.d + lost`` tokens
+        with its predecessor without the cause; what that adds to the ideal cache's read (the
+        longest prefix shared with any earlier request as logged) is the cause's, valued as
+        cache reads at the request's prices."""
         o = step.outcome
-        if step.rules.mode == "prefix":
-            better = self._quantize(step.rules, o.prompt_tokens, max(o.shared_prefix_tokens, pair.d) + lost)
-        else:
-            better = self._breakpoint_reach(step, pair, min(o.prompt_tokens, pair.d + lost))
-        gained = max(0, better - o.cached_tokens)
-        return gained, self._money(step, o.cached_tokens, o.cached_tokens + gained)
+        self._cf = (min(o.prompt_tokens, pair.d + lost), pair.p.arrival)
+        gained = max(0, self._cf[0] - o.shared_prefix_tokens)
+        return gained, self._value(step, gained)
+
+    def _value(self, step: Step, tokens: int) -> Decimal | None:
+        """What ``tokens`` more cache reads would save this request (plain input price minus
+        the cache-read price), or ``None`` when the model has no price."""
+        rates = self._rates(step)
+        if rates is None:
+            return None
+        if tokens <= 0:
+            return Decimal(0)
+        n = step.outcome.prompt_tokens
+        return rates.cost(n, 0, 0, 0, False) - rates.cost(n, tokens, 0, 0, False)
 
     @staticmethod
     def _breakpoint_reach(step: Step, pair: Pair, shared: int) -> int:
@@ -575,75 +606,239 @@ class Diagnoser:
                 break
         return shared
 
-    # ------------------------------------------------------------------ breakpoints (pairs)
+    # ------------------------------------------------------------------ the rules gap
 
-    def _breakpoint_volatile(self, step: Step, pair: Pair) -> None:
-        """The only breakpoint sits on the block where the two calls part ways."""
-        rule = self._bp_volatile
-        if rule is None or step.rules.mode != "breakpoints":
-            return
-        seg_r = pair.rp.segments[pair.i]
-        seg_p = pair.pp.segments[pair.j]
-        if seg_r.breakpoint is None or seg_p.breakpoint is None or pair.i >= pair.tail:
-            return
-        earlier = [k for k in range(pair.i) if pair.rp.segments[k].breakpoint is not None]
-        start = pair.rp.seg_ends[pair.i - 1] if pair.i else 0
-        if not earlier and start >= step.rules.min_tokens:
-            gained = max(0, start - step.outcome.cached_tokens)
-            self._add(step, rule, (seg_r.path,), segment=seg_r.path, char=None, token=pair.d,
-                      evidence={"block": seg_r.path, "stable_tokens_before": start}, lost=gained,
-                      cost=self._money(step, step.outcome.cached_tokens, step.outcome.cached_tokens + gained))
+    def _rules_gap(self, step: Step, writer: tuple[Request, Prompt, _Context | None] | None,
+                   content: Candidate | None = None, cf: tuple[int, float | None] | None = None) -> None:
+        """Claim the request's whole rules gap (ideal read minus simulated read) for one cause:
+        the minimum, the TTL, eviction, granularity, a cache key, a breakpoint placement; what
+        none explains is ``unexplained``, with the simulation's miss reason.
 
-    def _breakpoint_moved(self, step: Step, pp: Prompt, rp: Prompt, d: int) -> None:
-        """The predecessor wrote an entry inside the shared prefix that this call cannot reach."""
-        rule = self._bp_moved
-        o = step.outcome
-        if rule is None or step.rules.mode != "breakpoints" or \
-                o.miss_reason not in ("lookback", "after_last_breakpoint", "no_breakpoint"):
-            return
-        p_bps = {pp.seg_ends[k] for k, s in enumerate(pp.segments) if s.breakpoint is not None}
-        r_bps = {rp.seg_ends[k] for k, s in enumerate(rp.segments) if s.breakpoint is not None}
-        lost_at = [pos for pos in p_bps if pos <= d and pos not in r_bps and pos > o.cached_tokens
-                   and pos >= step.rules.min_tokens]
-        if not lost_at:
-            return
-        pos = max(lost_at)
-        self._add(step, rule, ("moved",), segment=pp.segments[_segment_index(pp, pos - 1)].path, char=None, token=pos,
-                  evidence={"previous_breakpoint_token": pos}, lost=pos - o.cached_tokens,
-                  cost=self._money(step, o.cached_tokens, pos))
-
-    # ------------------------------------------------------------------ outcome-based causes
-
-    def _outcome_checks(self, step: Step, explained: bool) -> None:
+        Where a located content cause (``content``, sharing ``cf[0]`` tokens with a predecessor
+        that arrived at ``cf[1]``) made the request depend on an older request whose entry
+        expired, was evicted or sits under another key, while its own predecessor's is live,
+        the content cause also claims that part: undone, it would have been read from the
+        predecessor."""
         o, rules = step.outcome, step.rules
-        lost = max(0, o.shared_prefix_tokens - o.cached_tokens)
-        if o.miss_reason == "expired" and not explained:
-            for rule in self.by_kind.get("timing", ()):
-                if rule.options.get("check") == "expired":
-                    self._add(step, rule, (o.namespace,), segment=None, char=None, token=None,
-                              evidence={"ttl_seconds": rules.ttl_seconds, "namespace": o.namespace},
-                              lost=lost, cost=self._money(step, o.cached_tokens, o.shared_prefix_tokens),
-                              ttl=int(rules.ttl_seconds or 0))
-        if o.miss_reason == "below_min" and o.shared_prefix_tokens > 0 and not explained:
-            for rule in self.by_kind.get("length-threshold", ()):
-                self._add(step, rule, (o.namespace,), segment=None, char=None, token=None,
-                          evidence={"min_tokens": rules.min_tokens, "shared_tokens": o.shared_prefix_tokens,
-                                    "model": o.model or "-"},
-                          lost=0, cost=Decimal(0), min_tokens=rules.min_tokens, model=o.model or "-")
-        bp = self._bp
-        if "breakpoints_over_limit" in o.flags and "too-many" in bp:
+        gap = o.shared_prefix_tokens - o.cached_tokens
+        if content is not None and cf is not None and gap > 0 and o.miss_reason in ("expired", "evicted", "namespace"):
+            live = rules.ttl_seconds is None or step.request.arrival is None or cf[1] is None \
+                or step.request.arrival - cf[1] <= rules.ttl_seconds
+            if live and o.miss_reason != "evicted":
+                claim = min(o.shared_prefix_tokens, cf[0]) - o.cached_tokens
+                if claim > 0:
+                    self._buf.append(Candidate(content.rule, content.key, o.index, o.path, o.line, content.segment,
+                                               content.char_offset, content.token_index, content.evidence, claim,
+                                               self._money(step, o.cached_tokens, o.cached_tokens + claim),
+                                               content.values, "rules"))
+                    gap -= claim
+                    if gap <= 0:
+                        return
+                    o_cached = o.cached_tokens + claim
+                    cost = self._money(step, o_cached, o.shared_prefix_tokens)
+                    got = self._mechanics(step, writer, o.miss_reason)
+                    if got is not None:
+                        rule, key, segment, token, evidence, values = got
+                        self._add(step, rule, key, segment=segment, char=None, token=token, evidence=evidence,
+                                  lost=gap, cost=cost, gap="rules", **values)
+                        return
+        if "breakpoints_over_limit" in o.flags and "too-many" in self._bp:
             n = sum(1 for s in step.prompt.segments if s.breakpoint is not None)
-            self._add(step, bp["too-many"], ("too-many",), segment=None, char=None, token=None,
-                      evidence={"breakpoints": n, "limit": rules.max_breakpoints}, lost=0, cost=Decimal(0), breakpoints=n)
-        if o.miss_reason == "lookback" and "lookback" in bp:
-            self._add(step, bp["lookback"], ("lookback",), segment=None, char=None, token=None,
-                      evidence={"lookback_blocks": rules.lookback}, lost=lost,
-                      cost=self._money(step, o.cached_tokens, o.shared_prefix_tokens))
-        if rules.mode == "breakpoints" and "missing" in bp and step.prompt.segments \
-                and not any(s.breakpoint for s in step.prompt.segments) and o.shared_prefix_tokens >= rules.min_tokens:
-            self._add(step, bp["missing"], ("missing", o.namespace), segment=None, char=None, token=None,
-                      evidence={"shared_tokens": o.shared_prefix_tokens, "namespace": o.namespace}, lost=lost,
-                      cost=self._money(step, o.cached_tokens, o.shared_prefix_tokens))
+            self._add(step, self._bp["too-many"], ("too-many",), segment=None, char=None, token=None,
+                      evidence={"breakpoints": n, "limit": rules.max_breakpoints}, lost=0, cost=None, gap=None,
+                      breakpoints=n)
+        if gap <= 0:
+            return
+        cost = self._money(step, o.cached_tokens, o.shared_prefix_tokens)
+        reason = o.miss_reason
+        got = self._mechanics(step, writer, reason)
+        if got is None:
+            self._add(step, UNEXPLAINED, ("rules",), segment=None, char=None, token=None,
+                      evidence={"miss_reason": reason or "none", "ideal_tokens": o.shared_prefix_tokens,
+                                "simulated_tokens": o.cached_tokens}, lost=gap, cost=cost, gap="rules",
+                      reason=reason or "none")
+            return
+        rule, key, segment, token, evidence, values = got
+        self._add(step, rule, key, segment=segment, char=None, token=token, evidence=evidence, lost=gap, cost=cost,
+                  gap="rules", **values)
+
+    def _mechanics(self, step: Step, writer: tuple[Request, Prompt, _Context | None] | None, reason: str | None
+                   ) -> tuple[Rule, tuple[Any, ...], str | None, int | None, dict[str, Any], dict[str, Any]] | None:
+        """``(rule, key, segment, token, evidence, message values)`` of the mechanics cause of
+        a rules gap, or ``None``."""
+        o, rules, rp = step.outcome, step.rules, step.prompt
+        ns = o.namespace
+        if reason == "below_min":
+            rule = self._first("length-threshold", "check", "minimum") or self._first("length-threshold", "target", "prompt")
+            if rule is not None:
+                return rule, (ns,), None, None, {"min_tokens": rules.min_tokens, "shared_tokens": o.shared_prefix_tokens,
+                                                  "model": o.model or "-"}, \
+                    {"min_tokens": rules.min_tokens, "model": o.model or "-"}
+        if reason == "expired":
+            rule = self._first("timing", "check", "expired")
+            if rule is not None:
+                return rule, (ns,), None, None, {"ttl_seconds": rules.ttl_seconds, "namespace": ns}, \
+                    {"ttl": int(rules.ttl_seconds or 0)}
+        if reason == "evicted":
+            rule = self._first("capacity", "check", "single-slot" if rules.eviction == "slot" else "evicted")
+            if rule is not None:
+                return rule, (ns,), None, None, {"capacity_tokens": rules.capacity_tokens, "namespace": ns}, \
+                    {"capacity": f"{rules.capacity_tokens:,}" if rules.capacity_tokens else "-"}
+        if reason == "granularity":
+            rule = self._first("length-threshold", "check", "granularity")
+            if rule is not None:
+                return rule, (ns,), None, None, {"granularity_tokens": rules.granularity, "namespace": ns}, \
+                    {"granularity": rules.granularity}
+        if reason == "namespace":
+            rule = self._first("key-usage", "check", "unique")
+            if rule is not None:
+                return rule, (f"{o.provider}/{o.model or '-'}",), None, None, \
+                    {"cache_key": step.request.cache_key, "namespace": f"{o.provider}/{o.model or '-'}"}, {}
+        if rules.mode == "breakpoints" and rp.segments:
+            return self._breakpoint_cause(step, writer, reason)
+        return None
+
+    def _breakpoint_cause(self, step: Step, writer: tuple[Request, Prompt, _Context | None] | None,
+                          reason: str | None) -> tuple[Rule, tuple[Any, ...], str | None, int | None, dict[str, Any], dict[str, Any]] | None:
+        """Why a breakpoint cache reads less than the ideal one, from this request's breakpoints
+        and those of the request that wrote what it shares (``writer``)."""
+        o, rules, rp = step.outcome, step.rules, step.prompt
+        bp = self._bp
+        marks = [k for k, s in enumerate(rp.segments) if s.breakpoint is not None]
+        if not marks:
+            if "missing" in bp:
+                return bp["missing"], ("missing", o.namespace), None, None, \
+                    {"shared_tokens": o.shared_prefix_tokens, "namespace": o.namespace}, {}
+            return None
+        shared = o.shared_prefix_tokens
+        # the only breakpoint before the end of the shared prefix sits on a block that changed
+        i = _segment_index(rp, shared) if shared < rp.n_tokens else len(rp.segments) - 1
+        first = marks[0]
+        if "volatile-block" in bp and first == i and shared >= rules.min_tokens:
+            seg = rp.segments[i]
+            return bp["volatile-block"], (seg.path,), seg.path, shared, \
+                {"block": seg.path, "stable_tokens_before": shared}, {}
+        if writer is None:
+            return None
+        wp = writer[1]
+        w_ends = [wp.seg_ends[k] for k, s in enumerate(wp.segments) if s.breakpoint is not None]
+        r_ends = {rp.seg_ends[k] for k in marks}
+        if reason == "lookback" and "lookback" in bp:
+            # an entry the writer left inside the shared prefix is more blocks back than a read looks
+            return bp["lookback"], ("lookback",), None, None, {"lookback_blocks": rules.lookback}, {}
+        moved = [e for e in w_ends if o.cached_tokens < e <= shared and e not in r_ends and e >= rules.min_tokens]
+        if moved and "moved" in bp:
+            pos = max(moved)
+            seg = wp.segments[_segment_index(wp, pos - 1)].path
+            return bp["moved"], ("moved",), seg, pos, {"previous_breakpoint_token": pos}, {}
+        last_w = max(w_ends, default=0)
+        # where the writer's own content ends (before its generation prompt)
+        w_end = wp.seg_ends[-2] if len(wp.segments) >= 2 and wp.segments[-1].kind == "frame" else wp.seg_ends[-1]
+        if w_ends and last_w >= min(w_end, shared):
+            # only the chat framing after the writer's last block is shared past it
+            rule = self._first("length-threshold", "check", "granularity")
+            if rule is not None:
+                return rule, (o.namespace,), None, None, {"granularity_tokens": 0, "namespace": o.namespace}, {"granularity": 0}
+            return None
+        if last_w < shared:
+            # the shared prefix runs past the writer's last breakpoint: that tail was never written
+            n_w = len(w_ends)
+            if rules.max_breakpoints and n_w >= rules.max_breakpoints and "frozen" in bp:
+                seg = wp.segments[_segment_index(wp, last_w - 1)].path if last_w else None
+                return bp["frozen"], ("frozen",), seg, last_w, \
+                    {"breakpoints": n_w, "limit": rules.max_breakpoints, "last_breakpoint_token": last_w,
+                     "uncached_tail_tokens": shared - last_w}, {"breakpoints": n_w}
+            last_msg = [s for s in wp.segments if s.message is not None and s.message == wp.segments[-2].message] \
+                if len(wp.segments) >= 2 else []
+            if last_msg and all(s.kind == "tool_result" for s in last_msg) and not any(s.breakpoint for s in last_msg) \
+                    and "tool-result" in bp:
+                path = last_msg[-1].path
+                return bp["tool-result"], ("tool-result",), path, last_w, \
+                    {"last_message": path, "blocks": len(last_msg), "last_breakpoint_token": last_w}, {}
+            if "tail" in bp:
+                seg = wp.segments[_segment_index(wp, last_w - 1)].path if last_w else None
+                return bp["tail"], ("tail",), seg, last_w, \
+                    {"last_breakpoint_token": last_w, "uncached_tail_tokens": shared - last_w}, {}
+        return None
+
+    # ------------------------------------------------------------------ the reported gap
+
+    def _reported_gap(self, step: Step, prev: Request | None) -> None:
+        """Claim the request's reported gap (simulated read minus the cache read the log
+        reports) for the one explanation its evidence supports, else ``unexplained``."""
+        o, r = step.outcome, step.request
+        u = r.usage
+        if u is None:
+            return
+        gap = o.cached_tokens - u.cache_read_tokens
+        if gap <= 0:
+            return
+        rates = self._rates(step)
+        cost = None
+        if rates is not None:
+            bw = step.rules.bills_writes
+            cost = rates.cost(o.prompt_tokens, u.cache_read_tokens, 0, 0, bw) - rates.cost(o.prompt_tokens, o.cached_tokens, 0, 0, bw)
+        got = self._reported_cause(step, prev)
+        if got is None:
+            self._add(step, UNEXPLAINED, ("reported",), segment=None, char=None, token=None,
+                      evidence={"simulated_tokens": o.cached_tokens, "reported_tokens": u.cache_read_tokens,
+                                "reported_input_tokens": u.input_tokens}, lost=gap, cost=cost, gap="reported",
+                      reason="reported below simulated")
+            return
+        rule, key, evidence, values = got
+        self._add(step, rule, key, segment=None, char=None, token=None, evidence=evidence, lost=gap, cost=cost,
+                  gap="reported", **values)
+
+    def _reported_cause(self, step: Step, prev: Request | None
+                        ) -> tuple[Rule, tuple[Any, ...], dict[str, Any], dict[str, Any]] | None:
+        r, o = step.request, step.outcome
+        checks = {ru.options.get("check"): ru for ru in self.by_kind.get("reported-usage", ())}
+        ns = f"{o.provider}/{o.model or '-'}"
+        if r.previous_response_id and "server-chain" in checks:
+            return checks["server-chain"], (ns,), {"previous_response_id": r.previous_response_id,
+                                                   "logged_prompt_tokens": o.prompt_tokens,
+                                                   "reported_input_tokens": r.usage.input_tokens if r.usage else None}, {}
+        if prev is None:
+            return None
+        up_r = r.response.upstream if r.response is not None else None
+        up_p = prev.response.upstream if prev.response is not None else None
+        if up_r and up_p and up_r != up_p and "routing" in checks:
+            return checks["routing"], (ns,), {"before": up_p, "after": up_r}, {"before": up_p, "after": up_r}
+        for rule in (checks.get("parameter"), checks.get("reasoning")):
+            if rule is None:
+                continue
+            names = rule.options.get("params") or ()
+            changed = [k for k in names if r.params.get(k) != prev.params.get(k)]
+            if changed:
+                k = changed[0]
+                return rule, (k,), {"param": k, "before": json.dumps(prev.params.get(k)), "after": json.dumps(r.params.get(k))}, \
+                    {"param": k}
+        if "affinity" in checks:
+            for name in sorted(set(r.affinity) | ({"cache_key"} if r.cache_key else set())):
+                now = r.cache_key if name == "cache_key" else r.affinity.get(name)
+                before = prev.cache_key if name == "cache_key" else prev.affinity.get(name)
+                if now is not None and before is not None and now != before:
+                    return checks["affinity"], (ns, name), {"identifier": name, "before": before, "after": now}, \
+                        {"identifier": name}
+        if "ttl" in checks and r.arrival is not None and prev.arrival is not None:
+            idle = r.arrival - prev.arrival
+            low = float(checks["ttl"].options.get(f"min_ttl_{o.provider}", checks["ttl"].options.get("min_ttl_seconds", 300)))
+            if idle > low:
+                return checks["ttl"], (ns,), {"idle_seconds": round(idle, 1), "documented_min_ttl_seconds": low}, \
+                    {"idle": int(idle), "min_ttl": int(low)}
+        return None
+
+    def _show_verdict(self, cands: Sequence[Candidate], verdict: Any) -> None:
+        """Put the provider's own cache verdict beside each cause located for the request."""
+        text = f"{verdict.source}: {verdict.kind}" + (f" ({verdict.reason})" if verdict.reason else "") + \
+            (f", {verdict.missed_tokens:,} tokens missed" if verdict.missed_tokens is not None else "")
+        for c in cands:
+            if isinstance(c.evidence, Evidence):
+                c.evidence.items["provider_verdict"] = text
+            else:
+                c.evidence = {**c.evidence, "provider_verdict": text}
+
+    # ------------------------------------------------------------------ cache keys
 
     def _keys(self, step: Step, ideal_ns: str) -> None:
         r = step.request
@@ -660,35 +855,28 @@ class Diagnoser:
             for rule in self.by_kind.get("key-usage", ()):
                 if rule.options.get("check") == "overflow" and len(win) > int(rule.options.get("rpm_limit", 15)):
                     self.overflow.setdefault((ideal_ns, r.cache_key), []).append(step.outcome.index)
-                    o = step.outcome
                     self._add(step, rule, (ideal_ns, r.cache_key), segment=None, char=None, token=None,
                               evidence={"cache_key": r.cache_key, "requests_per_minute": len(win)},
-                              lost=0, cost=Decimal(0), rpm=len(win), limit=int(rule.options.get("rpm_limit", 15)))
-        if step.outcome.miss_reason == "namespace":
-            o = step.outcome
-            for rule in self.by_kind.get("key-usage", ()):
-                if rule.options.get("check") == "unique":
-                    self._add(step, rule, (ideal_ns,), segment=None, char=None, token=None,
-                              evidence={"cache_key": r.cache_key, "namespace": ideal_ns},
-                              lost=o.shared_prefix_tokens - o.cached_tokens,
-                              cost=self._money(step, o.cached_tokens, o.shared_prefix_tokens))
+                              lost=0, cost=None, gap=None, rpm=len(win), limit=int(rule.options.get("rpm_limit", 15)))
 
     def _finish_keys(self) -> None:
-        """Keep ``unique key`` findings only where keys are nearly one per request."""
-        drop: set[str] = set()
-        for rule in self.by_kind.get("key-usage", ()):
-            if rule.options.get("check") != "unique":
+        """Name a cache key *unique* only where keys are nearly one per request; elsewhere the
+        same tokens go to the key that splits traffic sharing a prefix (``check: split``), so the
+        accounting keeps them."""
+        unique = self._first("key-usage", "check", "unique")
+        split = self._first("key-usage", "check", "split")
+        if unique is None:
+            return
+        share = float(unique.options.get("unique_share", 0.5))
+        drop = {ns for ns, per in self.keys.items() if sum(per.values()) < 4 or len(per) / sum(per.values()) < share}
+        for c in self.cands:
+            if c.rule is not unique:
                 continue
-            share = float(rule.options.get("unique_share", 0.5))
-            for ns, per in self.keys.items():
-                total = sum(per.values())
-                if total < 4 or len(per) / total < share:
-                    drop.add(ns)
-            self.cands = [c for c in self.cands if not (c.rule is rule and c.key[0] in drop)]
-            for c in self.cands:
-                if c.rule is rule:
-                    per = self.keys[c.key[0]]
-                    c.values.update(keys=len(per), total=sum(per.values()))
+            per = self.keys.get(c.key[0], {})
+            c.values.update(keys=len(per), total=sum(per.values()))
+            if c.key[0] in drop or not per:
+                c.rule = split if split is not None else UNEXPLAINED
+                c.values["reason"] = "namespace"
 
     def _shadow_1h(self, step: Step) -> None:
         """Re-simulate breakpoint namespaces with every breakpoint at the 1-hour TTL."""

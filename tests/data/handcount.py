@@ -10,9 +10,10 @@ How a count is made:
 
 - each request is serialized here in the provider's prefix order (Anthropic: tools, system,
   messages; OpenAI-style: system messages, tools, the other messages; Gemini: system, tools,
-  messages) as a list of units: one per tool (its JSON), system block, message content block
-  and tool call, plus a framing unit per message (4 tokens, the role in it, standing in for the
-  chat markers). Each unit is tokenized alone with tiktoken (``encode_ordinary``): cl100k_base
+  messages) as a list of units: one per tool, system block, message content block and tool
+  call (text and tool results as their text, anything else as the compact JSON the client
+  sent, without ``cache_control``), plus a framing unit per message and per tool-use or
+  tool-result block (4 tokens, standing in for the chat markers). Each unit is tokenized alone with tiktoken (``encode_ordinary``): cl100k_base
   for Anthropic, Gemini, DeepSeek and self-hosted models, o200k_base for OpenAI's;
 - the shared prefix of two requests is the count of their equal leading units' tokens plus the
   common leading tokens of the first unit that differs;
@@ -48,17 +49,26 @@ def enc(name: str):
     return _ENC[name]
 
 
+def _json(v) -> str:
+    """Compact JSON in the value's own key order (what a client sends)."""
+    return json.dumps(v, separators=(",", ":"), ensure_ascii=False)
+
+
+def _block(b: dict) -> str:
+    return _json({k: v for k, v in b.items() if k != "cache_control"})
+
+
 def _text(c) -> str:
     if c is None:
         return ""
     if isinstance(c, str):
         return c
-    return json.dumps(c)
+    return _json(c)
 
 
 def units(rec: dict, order: str) -> list[tuple[str, str]]:
     """(kind, text) units of one request in prefix order."""
-    tools = [("tool", json.dumps(t)) for t in rec.get("tools") or []]
+    tools = [("tool", _block(t)) for t in rec.get("tools") or []]
     system: list[tuple[str, str]] = []
     msgs = list(rec.get("messages") or [])
     sysf = rec.get("system")
@@ -82,15 +92,15 @@ def units(rec: dict, order: str) -> list[tuple[str, str]]:
                 if t == "text":
                     body.append(("text", b["text"]))
                 elif t == "tool_use":
-                    body.append(("tool_call", json.dumps({"name": b.get("name"), "input": b.get("input")})))
+                    body += [("frame", t), (t, _block(b))]
                 elif t == "tool_result":
-                    body.append(("tool_result", _text(b.get("content"))))
+                    body += [("frame", t), (t, _text(b.get("content")))]
                 else:
-                    body.append((t or "?", json.dumps(b)))
+                    body.append((t or "?", _block(b)))
         elif c:
             body.append(("text", c))
         for tc in m.get("tool_calls") or []:
-            body.append(("tool_call", json.dumps(tc.get("function"))))
+            body.append(("tool_call", _json(tc.get("function"))))
     if order == "anthropic":
         return tools + system + params + body
     if order == "gemini":
