@@ -131,6 +131,91 @@ def _first_difference(a: str, b: str, start: int = 0) -> int:
     return n
 
 
+def _same_conversation(a: Request, b: Request) -> bool:
+    """Whether two requests hold the same conversation: the first message (not system) of one
+    is a message of the other (the same opening, or a window that moved on)."""
+    conv_a = [p.text for p in a.parts if p.message is not None and p.role not in ("system", "developer")]
+    conv_b = [p.text for p in b.parts if p.message is not None and p.role not in ("system", "developer")]
+    if not conv_a or not conv_b:
+        return False
+    return conv_a[0] in conv_b[:64] or conv_b[0] in conv_a[:64]
+
+
+def _conversation(q: Request) -> list[tuple[int, str | None, str, str]]:
+    """The conversation of a request, message by message: ``(message index, role, text, path
+    of its first part)``; system and developer messages are not conversation."""
+    out: list[tuple[int, str | None, str, str]] = []
+    for x in q.parts:
+        if x.message is None or x.role in ("system", "developer"):
+            continue
+        if out and out[-1][0] == x.message:
+            m = out[-1]
+            out[-1] = (m[0], m[1], m[2] + "\x00" + x.text, m[3])
+        else:
+            out.append((x.message, x.role, x.text, x.path))
+    return out
+
+
+def _drift_kind(returned: str, replayed: str) -> str:
+    """What a replayed assistant turn changed: ``whitespace``, ``serialization`` (the same JSON),
+    ``dropped`` (a part of the returned text left out), else ``rewritten``."""
+    if normalize_whitespace(returned) == normalize_whitespace(replayed):
+        return "whitespace"
+    if deep_canonical_json(returned) == deep_canonical_json(replayed) != returned:
+        return "serialization"
+    if len(replayed) < len(returned) and all(w in returned for w in replayed.split("\x00")):
+        return "dropped"
+    return "rewritten"
+
+
+def _permuted_lines(tr: str, tp: str) -> tuple[int, int, int, int] | None:
+    """``(start, end in r, end in p, items)`` of the smallest run of whole lines where ``tr``
+    and ``tp`` differ, when the two runs hold the same lines in another order (at least two
+    lines), else ``None``."""
+    n = min(len(tr), len(tp))
+    a = _first_difference(tr, tp)
+    if a >= n and len(tr) == len(tp):
+        return None
+    b = 0
+    while b < n - a and tr[-1 - b] == tp[-1 - b]:
+        b += 1
+    a = tr.rfind("\n", 0, a) + 1
+    end_r, end_p = len(tr) - b, len(tp) - b
+    nl_r, nl_p = tr.find("\n", end_r), tp.find("\n", end_p)
+    end_r = len(tr) if nl_r < 0 else nl_r
+    end_p = len(tp) if nl_p < 0 else nl_p
+    if end_r - a != end_p - a:
+        return None
+    lines_r, lines_p = tr[a:end_r].split("\n"), tp[a:end_p].split("\n")
+    if len(lines_r) < 2 or lines_r == lines_p or sorted(lines_r) != sorted(lines_p):
+        return None
+    return a, end_r, end_p, len(lines_r)
+
+
+def _canon(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _canon(v[k]) for k in sorted(v)}
+    if isinstance(v, list):
+        return [_canon(x) for x in v]
+    if isinstance(v, str) and v[:1] in "{[":
+        try:
+            return json.dumps(_canon(json.loads(v)), ensure_ascii=False, separators=(",", ":"))
+        except (json.JSONDecodeError, RecursionError):
+            return v
+    return v
+
+
+def deep_canonical_json(text: str) -> str:
+    """JSON text with sorted keys at every level, JSON held in strings included (OpenAI tool-call
+    ``arguments`` are a JSON object serialized into a string); other text unchanged."""
+    if text.lstrip()[:1] not in "{[":
+        return text
+    try:
+        return json.dumps(_canon(json.loads(text)), ensure_ascii=False, separators=(",", ":"))
+    except (json.JSONDecodeError, RecursionError):
+        return text
+
+
 def _tool_name(p: Part) -> str:
     try:
         d = json.loads(p.text)
@@ -163,7 +248,8 @@ class Diagnoser:
         self._fallback_rule = self._first("structural-diff", "compare", "any")
         self._ttl_choice = self._first("timing", "check", "ttl-choice")
         self._value_rules = [(rule, [(pat, "value" in pat.groupindex) for pat in rule.patterns()],
-                              bool(rule.options.get("numeric_increase")), int(rule.options.get("min_tokens_lost", 1)))
+                              bool(rule.options.get("numeric_increase")), int(rule.options.get("min_tokens_lost", 1)),
+                              bool(rule.options.get("snapshot")))
                              for rule in self.by_kind.get("value-pattern", ())]
         self.show = show_text
         self.cands: list[Candidate] = []
@@ -176,6 +262,8 @@ class Diagnoser:
         self.keys: dict[str, dict[str | None, int]] = {}
         self.key_windows: dict[tuple[str, str, bytes], list[float]] = {}
         self.overflow: dict[tuple[str, str], list[int]] = {}
+        # (namespace, key) -> [conversations' first-message hashes, arrivals, first (index, path, line)]
+        self.key_use: dict[tuple[str, str], list[Any]] = {}
         self.shadow: dict[str, tuple[BoundarySim, list[Decimal]]] = {}
 
     # ------------------------------------------------------------------ helpers
@@ -235,14 +323,20 @@ class Diagnoser:
         if sess is not None:
             prev = sessions.pop(sess, None)
             if prev is not None:
-                preds.append((prev[1:], False))
+                # a cache key shared by several conversations is no session: compare as a family
+                preds.append((prev[1:], r.session is None and not _same_conversation(r, prev[1])))
                 seen.add(prev[0])
             sessions[sess] = (o.index, r, step.prompt, step.context)
             if len(sessions) > SESSIONS:
                 sessions.popitem(last=False)
-        for idx, family in ((self.latest.get(ideal_ns), True), (o.diverged_from, False)):
+        latest = self.latest.get(ideal_ns)
+        # the latest request of the model is a template-family comparison, unless the ideal cache
+        # says it is also the one this request shares most with
+        for idx, family in ((latest, latest != o.diverged_from), (o.diverged_from, False)):
             if idx is not None and idx not in seen and idx in recent:
-                preds.append((recent[idx], family))
+                got = recent[idx]
+                # the same conversation (its first message as this one's): a full comparison
+                preds.append((got, family and not _same_conversation(r, got[0])))
                 seen.add(idx)
         self.latest[ideal_ns] = o.index
         best: list[Candidate] = []
@@ -274,7 +368,10 @@ class Diagnoser:
             writer = preds[0][0]
         self._rules_gap(step, writer, best[0] if best and best_cf is not None else None, best_cf)
         self._reported_gap(step, preds[0][0][0] if preds else None)
+        if sess is not None and preds and not preds[0][1]:
+            self._replay(step, preds[0][0])
         self._keys(step, ideal_ns)
+        self._latent(step, preds[0][0][0] if preds else None)
         if step.rules.mode == "breakpoints" and step.prompt.segments:
             self._shadow_1h(step)
         verdict = r.response.verdict if r.response is not None else None
@@ -289,6 +386,7 @@ class Diagnoser:
         """Every cause instance once the stream has ended (before grouping): what a run split
         by namespace sends back to be merged."""
         self._finish_keys()
+        self._finish_shared_keys()
         self._finish_shadow()
         return self.cands
 
@@ -419,8 +517,8 @@ class Diagnoser:
         if part_r is not None and part_p is not None and part_r.text != part_p.text:
             # the cheap tests first: canonical_json parses the whole text
             if not in_tail and "json-key-order" in rules and part_r.text.lstrip()[:1] in "{[" \
-                    and canonical_json(part_r.text) == canonical_json(part_p.text):
-                canon = lambda q: _with_parts(q, lambda x: replace(x, text=canonical_json(x.text)) if x.text.lstrip()[:1] in "{[" else x)
+                    and deep_canonical_json(part_r.text) == deep_canonical_json(part_p.text):
+                canon = lambda q: _with_parts(q, lambda x: replace(x, text=deep_canonical_json(x.text)) if x.text.lstrip()[:1] in "{[" else x)
                 return self._emit_structure(step, pair, rules["json-key-order"], canon, None, self._texts(pair, part_r, part_p))
             f = _first_difference(part_r.text, part_p.text, max(0, (where_off or 0) - 2))
             near = part_r.text[f:f + 1] + part_p.text[f:f + 1]
@@ -441,37 +539,98 @@ class Diagnoser:
                 start = len(pre_r) + sum(len(x) for x in docs_r[:k])  # the first document out of place
                 return self._emit_structure(step, pair, rules["documents-order"], stable, None,
                                             {"documents": len(docs_r), "first_moved": k + 1}, char=start)
-        if not in_tail and "history-front" in rules and pair.i == _conversation_start(pair.rp):
-            dropped = self._dropped_front(r, p)
-            if dropped:
-                lost = max(0, pair.pp.n_tokens - pair.d)
-                gained, cost = self._report_lost(step, pair, lost)
-                self._add(step, rules["history-front"], ("history",), segment=where_path,
-                          char=None, token=pair.d, evidence={"dropped_messages": dropped}, lost=gained, cost=cost)
+            # items (lines) of a list in another order: memories, retrieved notes, bullet lists
+            if not in_tail and "items-order" in rules:
+                got = _permuted_lines(part_r.text, part_p.text)
+                if got is not None:
+                    a, end_r, end_p, n_items = got
+                    path, region = part_r.path, part_p.text[a:end_p]
+
+                    def same_order(q: Request) -> Request:
+                        return _with_parts(q, lambda x: replace(x, text=x.text[:a] + region + x.text[end_r:])
+                                           if x.path == path else x)
+                    return self._emit_structure(step, pair, rules["items-order"], same_order, lambda q: q,
+                                                {"items": n_items, "before": Excerpt.around(part_p.text, a, end_p, 0),
+                                                 "after": Excerpt.around(part_r.text, a, end_r, 0)}, char=a)
+        if not in_tail and pair.i >= _conversation_start(pair.rp):
+            if self._history(step, pair, where_path):
                 return True
         return False
 
-    @staticmethod
-    def _dropped_front(r: Request, p: Request) -> int:
-        """Messages ``p``'s conversation lost from its front in ``r`` (a sliding window, or a
-        summary replacing them), else 0. System/developer messages are not conversation."""
-        def conv(q: Request) -> list[tuple[str | None, str]]:
-            out: list[tuple[str | None, str]] = []
-            last = None
-            for x in q.parts:
-                if x.message is None or x.role in ("system", "developer"):
-                    continue
-                if x.message != last:
-                    out.append((x.role, ""))
-                    last = x.message
-                out[-1] = (x.role, out[-1][1] + x.text)
-            return out
-        cr, cp = conv(r), conv(p)
-        for k in range(1, len(cp)):
-            rest = cp[k:]
-            if cr[:len(rest)] == rest or (len(cr) > len(rest) and cr[1:1 + len(rest)] == rest and cr[0] not in cp):
-                return k
-        return 0
+    def _history(self, step: Step, pair: Pair, where: str) -> bool:
+        """Rewrites inside the conversation history, against the predecessor's: the window's
+        front dropped (a sliding window), a message rewritten in place (old tool results
+        cleared), a message inserted before messages that were stable (a summary), an assistant
+        turn replayed otherwise than the model returned it. Each costs what the predecessor
+        would have served after the divergence had the history been append-only."""
+        rules = self._structural
+        cr, cp = _conversation(pair.r), _conversation(pair.p)
+        if not cr or not cp:
+            return False
+        k = next((n for n, (x, y) in enumerate(zip(cr, cp)) if x[1:3] != y[1:3]), None)
+        if k is None:
+            return False
+        if k == 0 and "history-front" in rules:
+            # a window whose front moved: the request opens with a later message of the predecessor
+            for drop in range(1, len(cp)):
+                m = 0
+                while m < len(cr) and drop + m < len(cp) and cr[m][1:3] == cp[drop + m][1:3]:
+                    m += 1
+                if m >= min(2, len(cp) - drop):
+                    last_msg = cp[drop + m - 1][0]
+                    end = max((e for sg, e in zip(pair.pp.segments, pair.pp.seg_ends) if sg.message == last_msg),
+                              default=pair.d)
+                    gained, cost = self._report_lost(step, pair, max(0, end - pair.d))
+                    self._add(step, rules["history-front"], ("history",), segment=where, char=None, token=pair.d,
+                              evidence={"dropped_messages": drop, "kept_messages": m}, lost=gained, cost=cost)
+                    return True
+        if "history-insert" in rules and len(cr) > len(cp) - 0 and k < len(cp) and [x[1:3] for x in cr[k + 1:k + 1 + len(cp) - k]] == [y[1:3] for y in cp[k:]] \
+                and len(cp) - k >= 1:
+            lost = max(0, pair.pp.n_tokens - pair.d)
+            gained, cost = self._report_lost(step, pair, lost)
+            self._add(step, rules["history-insert"], ("insert",), segment=cr[k][3], char=None, token=pair.d,
+                      evidence={"inserted_at_message": cr[k][0], "stable_messages_after": len(cp) - k,
+                                "inserted": Excerpt.around(cr[k][2], 0, min(len(cr[k][2]), 40), 0)}, lost=gained, cost=cost)
+            return True
+        if "history-rewrite" in rules and len(cr) >= len(cp) and k + 1 < len(cp) \
+                and [x[1:3] for x in cr[k + 1:len(cp)]] == [y[1:3] for y in cp[k + 1:]] and cr[k][1] == cp[k][1]:
+            # one message changed in place, everything after it as it was
+            lost = max(0, pair.pp.n_tokens - pair.d)
+            gained, cost = self._report_lost(step, pair, lost)
+            self._add(step, rules["history-rewrite"], ("rewrite",), segment=cr[k][3], char=None, token=pair.d,
+                      evidence={"message": cr[k][0], "role": cr[k][1], "chars_before": len(cp[k][2]),
+                                "chars_after": len(cr[k][2])}, lost=gained, cost=cost)
+            return True
+        return False
+
+    def _replay(self, step: Step, prev: tuple[Request, Prompt, _Context | None] | None) -> None:
+        """The predecessor's answer as the model returned it (its logged response), sent back
+        otherwise in this request. An engine keeps the KV of what it generated (vLLM, SGLang,
+        llama.cpp), so the returned tokens from the first changed character on are computed
+        again; a provider caches prompts only, so there it costs nothing and is not reported."""
+        rule = self._structural.get("replay")
+        if rule is None or prev is None or step.context is None or step.rules.kind != "engine":
+            return
+        p = prev[0]
+        resp = p.response
+        if resp is None or not resp.parts:
+            return
+        cp, cr = _conversation(p), _conversation(step.request)
+        k = len(cp)
+        if len(cr) <= k or cr[k][1] != "assistant" or [x[1:3] for x in cr[:k]] != [y[1:3] for y in cp]:
+            return
+        returned = "\x00".join(x.text for x in resp.parts)
+        if cr[k][2] == returned:
+            return
+        f = _first_difference(cr[k][2], returned)
+        lost = len(step.context.memo.encode([returned[f:].replace("\x00", "")])[0])
+        if lost <= 0:
+            return
+        self._add(step, rule, ("replay",), segment=cr[k][3], char=f, token=None,
+                  evidence=Evidence({"returned": Excerpt.around(returned.replace("\x00", "⏎"), f, f + 1),
+                                     "replayed": Excerpt.around(cr[k][2].replace("\x00", "⏎"), f, f + 1),
+                                     "kind": _drift_kind(returned, cr[k][2])}, self.show),
+                  lost=lost, cost=self._value(step, lost), kind=_drift_kind(returned, cr[k][2]))
 
     def _texts(self, pair: Pair, part_r: Part, part_p: Part) -> Evidence:
         c = pair.c or 0
@@ -495,14 +654,18 @@ class Diagnoser:
             return False
         seg_r = pair.rp.segments[pair.i]
         seg_p = pair.pp.segments[pair.j]
+        if seg_r.path != seg_p.path and pair.j > 0 and pair.pp.segments[pair.j - 1].path == seg_r.path:
+            seg_p = pair.pp.segments[pair.j - 1]  # p's segment ended where r's goes on (lines added)
         if seg_r.path != seg_p.path:
             return False
         tr, tp, c = seg_r.text, seg_p.text, pair.c
         # a break on the whitespace just before a value counts: tokens carry their leading space
         while c < len(tr) and c < len(tp) and tr[c] == tp[c] and tr[c].isspace():
             c += 1
-        for rule, pats, numeric, min_lost in self._value_rules:
+        for rule, pats, numeric, min_lost, snapshot in self._value_rules:
             hit = self._match_value(pats, numeric, tr, tp, c)
+            if hit is None and snapshot:
+                hit = self._match_snapshot(pats, tr, tp, c)
             if hit is None:
                 continue
             start, end_r, end_p = hit
@@ -544,6 +707,27 @@ class Diagnoser:
                 if tr[s:e] == tp[sp:ep]:
                     continue
                 return s, e, ep
+        return None
+
+    @staticmethod
+    def _match_snapshot(pats: Sequence[tuple[re.Pattern[str], bool]], tr: str, tp: str, c: int
+                        ) -> tuple[int, int, int] | None:
+        """(start, end in r, end in p) of a snapshot line (a pattern match) in ``tr`` at the
+        break ``c`` (covering it, or starting on the line after it) where ``tp``'s side is a
+        snapshot line too, or ends there: lines of a listing added, removed or changed (a
+        ``git status``, a directory listing)."""
+        lo, hi = max(0, c - 200), min(len(tr), c + 200)
+        for pat, _ in pats:
+            for m in pat.finditer(tr, max(0, c - 80), hi):
+                ms, me = m.span()
+                if ms > c + 1 or me < c:
+                    continue
+                near = c >= len(tp) - 1 or any(mm.start() <= c + 1 and mm.end() >= c - 1
+                                               for mm in pat.finditer(tp, max(0, c - 200), min(len(tp), c + 200)))
+                if near:
+                    end_p = next((mm.end() for mm in pat.finditer(tp, max(0, ms - 1), min(len(tp), c + 200))), min(len(tp), c))
+                    return ms, me, end_p
+        del lo
         return None
 
     def _fallback(self, step: Step, pair: Pair) -> None:
@@ -761,6 +945,30 @@ class Diagnoser:
                     {"last_breakpoint_token": last_w, "uncached_tail_tokens": shared - last_w}, {}
         return None
 
+    def _latent(self, step: Step, prev: Request | None) -> None:
+        """Causes whose tokens another cause already claims, named so the fix list is whole
+        (no tokens of their own): a TTL passed since the previous request (when the minimum,
+        say, already stops every read), and breakpoints sent to a provider that caches
+        implicitly (Gemini; a proxy may turn them into an explicit cache of the marked head)."""
+        o, r, rules = step.outcome, step.request, step.rules
+        if prev is not None and r.arrival is not None and prev.arrival is not None and rules.ttl_seconds \
+                and r.arrival - prev.arrival > rules.ttl_seconds and o.miss_reason not in (None, "expired"):
+            rule = self._first("timing", "check", "expired")
+            if rule is not None:
+                self._add(step, rule, (o.namespace,), segment=None, char=None, token=None,
+                          evidence={"ttl_seconds": rules.ttl_seconds, "idle_seconds": round(r.arrival - prev.arrival, 1),
+                                    "claimed_by": o.miss_reason}, lost=0, cost=None, gap=None,
+                          ttl=int(rules.ttl_seconds))
+        if rules.mode == "prefix" and step.prompt.segments and rules.kind == "provider":
+            marks = [(sg.path, e) for sg, e in zip(step.prompt.segments, step.prompt.seg_ends) if sg.breakpoint is not None]
+            rule = self._first("breakpoint", "check", "ignored")
+            if marks and rule is not None:
+                head = marks[0][1]
+                self._add(step, rule, (o.namespace,), segment=marks[0][0], char=None, token=head,
+                          evidence={"markers": ", ".join(m[0] for m in marks), "provider": o.provider,
+                                    "shared_past_first_marker_tokens": max(0, o.shared_prefix_tokens - head)},
+                          lost=0, cost=None, gap=None, provider=o.provider)
+
     # ------------------------------------------------------------------ the reported gap
 
     def _reported_gap(self, step: Step, prev: Request | None) -> None:
@@ -846,6 +1054,15 @@ class Diagnoser:
             return
         per = self.keys.setdefault(ideal_ns, {})
         per[r.cache_key] = per.get(r.cache_key, 0) + 1
+        first_msg = next((x.text for x in r.parts if x.message is not None and x.role not in ("system", "developer")), "")
+        use = self.key_use.get((ideal_ns, r.cache_key))
+        if use is None:
+            o = step.outcome
+            use = self.key_use[(ideal_ns, r.cache_key)] = [set(), [], (o.index, o.path, o.line)]
+        if len(use[0]) < 64:
+            use[0].add(hash(first_msg))
+        if r.arrival is not None and len(use[1]) < 4096:
+            use[1].append(r.arrival)
         if r.arrival is not None and step.prompt.units:
             head = hashlib.blake2b(step.prompt.units[:256 * step.prompt.width], digest_size=8).digest()
             win = self.key_windows.setdefault((ideal_ns, r.cache_key, head), [])
@@ -858,6 +1075,31 @@ class Diagnoser:
                     self._add(step, rule, (ideal_ns, r.cache_key), segment=None, char=None, token=None,
                               evidence={"cache_key": r.cache_key, "requests_per_minute": len(win)},
                               lost=0, cost=None, gap=None, rpm=len(win), limit=int(rule.options.get("rpm_limit", 15)))
+
+    def _finish_shared_keys(self) -> None:
+        """A key carried by several conversations at a rate above what one cache machine serves
+        (OpenAI: about 15 requests per minute per prefix and key): overflow requests route to
+        machines without the conversation's history. The rate is the busiest window of
+        ``rpm_limit`` + 1 requests, extrapolated to a minute."""
+        rule = self._first("key-usage", "check", "shared")
+        if rule is None:
+            return
+        limit = int(rule.options.get("rpm_limit", 15))
+        least = int(rule.options.get("min_conversations", 3))
+        for (ns, key), (convs, times, (index, path, line)) in self.key_use.items():
+            if len(convs) < least or len(times) < 2:
+                continue
+            times.sort()
+            w = min(limit + 1, len(times))
+            span = min(times[i + w - 1] - times[i] for i in range(len(times) - w + 1))
+            rpm = (w - 1) / span * 60 if span > 0 else float("inf")
+            if rpm <= limit:
+                continue
+            shown = "over" if rpm == float("inf") else f"{rpm:.0f}"
+            self.cands.append(Candidate(rule, (ns, key), index, path, line, None, None, None,
+                                        {"cache_key": key, "conversations": len(convs), "requests_per_minute": shown,
+                                         "limit": limit}, 0, None,
+                                        {"conversations": len(convs), "rpm": shown, "limit": limit}, None))
 
     def _finish_keys(self) -> None:
         """Name a cache key *unique* only where keys are nearly one per request; elsewhere the

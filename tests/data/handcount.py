@@ -13,7 +13,9 @@ How a count is made:
   messages) as a list of units: one per tool, system block, message content block and tool
   call (text and tool results as their text, anything else as the compact JSON the client
   sent, without ``cache_control``), plus a framing unit per message and per tool-use or
-  tool-result block (4 tokens, standing in for the chat markers). Each unit is tokenized alone with tiktoken (``encode_ordinary``): cl100k_base
+  tool-result block standing in for the chat markers (4 tokens; for OpenAI-style prompts under an
+  approximate tokenizer, the harmony markers ``<|start|>role<|message|>`` and ``<|end|>``
+  counted as plain text, which is what such a tokenizer makes of them). Each unit is tokenized alone with tiktoken (``encode_ordinary``): cl100k_base
   for Anthropic, Gemini, DeepSeek and self-hosted models, o200k_base for OpenAI's;
 - the shared prefix of two requests is the count of their equal leading units' tokens plus the
   common leading tokens of the first unit that differs;
@@ -109,14 +111,26 @@ def units(rec: dict, order: str) -> list[tuple[str, str]]:
 
 
 class Counter:
-    def __init__(self, encoding: str, order: str):
+    """Token counts of one provider's prompts.
+
+    ``frame``: how a message's chat markers count: ``special`` (harmony's ``<|start|>``,
+    ``<|message|>``, ``<|end|>`` as single tokens, o200k_base: 4 per message), ``text`` (the same
+    markers as plain text, for an approximate tokenizer that has no such tokens) or a number.
+    """
+
+    def __init__(self, encoding: str, order: str, frame: str | int = FRAME):
         self.e = enc(encoding)
         self.order = order
+        self.frame = frame
         self._memo: dict[str, list[int]] = {}
 
     def ids(self, u: tuple[str, str]) -> list[int]:
         if u[0] == "frame":
-            return [-1, -2, hash(u[1]) % 1000 - 2000, -3][:FRAME]
+            if self.frame == "text" and u[1] not in ("tool_use", "tool_result"):
+                marks = self.e.encode_ordinary(f"<|start|>{u[1]}<|message|>") + self.e.encode_ordinary("<|end|>")
+                return [-1000 - i for i in range(len(marks))][:-1] + [hash(u[1]) % 1000 - 3000]
+            n = FRAME if not isinstance(self.frame, int) else self.frame
+            return [-1, -2, hash(u[1]) % 1000 - 2000, -3][:n]
         got = self._memo.get(u[1])
         if got is None:
             got = self._memo[u[1]] = self.e.encode_ordinary(u[1])
@@ -234,7 +248,7 @@ def compute(case: str, detail: bool = False) -> int:
     recs = load(case)
     A = Counter("cl100k_base", "anthropic")
     O = Counter("o200k_base", "openai")
-    C = Counter("cl100k_base", "openai")
+    C = Counter("cl100k_base", "openai", frame="text")
     G = Counter("cl100k_base", "gemini")
     if case == "C01":  # the time to the second
         return content_loss(A, recs, sub(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", "T"), detail=detail)
