@@ -43,7 +43,10 @@ def check_examples(rule: Rule) -> list[str]:
     if rule.kind == "template":
         return [f"{rule.path}: a template rule has no log examples to run (lint runs its template examples)"]
     logs = rule.examples.get("logs") or {}
-    opts = logs.get("options") or {}
+    opts = dict(logs.get("options") or {})
+    tok = opts.get("tokenizer")
+    if tok and not Path(tok).is_absolute() and (Path(rule.path).parent / tok).exists():
+        opts["tokenizer"] = str(Path(rule.path).parent / tok)  # a fixture beside the rule file
     problems = []
     for side in ("bad", "good"):
         if not logs.get(side):

@@ -433,7 +433,8 @@ class Diagnoser:
         longest prefix shared with any earlier request as logged) is the cause's, valued as
         cache reads at the request's prices."""
         o = step.outcome
-        self._cf = (min(o.prompt_tokens, pair.d + lost), pair.p.arrival)
+        # (the request undone may be longer than as logged: a template that dropped content)
+        self._cf = (min(max(o.prompt_tokens, pair.pp.n_tokens), pair.d + lost), pair.p.arrival)
         gained = max(0, self._cf[0] - o.shared_prefix_tokens)
         return gained, self._value(step, gained)
 
@@ -494,6 +495,18 @@ class Diagnoser:
         where_path, where_off = self._where(pair, pair.c)
         part_r = next((x for x in r.parts if x.path == where_path), None)
         part_p = None if part_r is None else next((x for x in p.parts if x.path == part_r.path), None)
+        seg_p = pair.pp.segments[pair.j]
+        if "rendered" in rules and not in_tail and part_r is not None and part_p is not None \
+                and part_r.text == part_p.text and seg.text != seg_p.text:
+            # the request holds the same content, the chat template renders it otherwise
+            c = pair.c or 0
+            lost = max(0, pair.pp.n_tokens - pair.d)
+            gained, cost = self._report_lost(step, pair, lost)
+            self._add(step, rules["rendered"], (where_path,), segment=where_path, char=where_off, token=pair.d,
+                      evidence=Evidence({"before": Excerpt.around(seg_p.text, c, c + 1),
+                                         "after": Excerpt.around(seg.text, c, c + 1)}, self.show),
+                      lost=gained, cost=cost)
+            return True
         if seg.kind == "tool" and not in_tail:
             # tools: same set in another order, or a different set
             tools_r = [x for x in r.parts if x.kind == "tool"]
