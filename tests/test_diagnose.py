@@ -92,8 +92,9 @@ def test_timestamp_only_difference_is_named_and_priced(tmp_log):
     assert f.rule.id == "timestamp-in-prefix" and f.segment == "messages[0].content"
     assert f.char_offset == len("Current time: ") and f.evidence["value"] == "2026-11-02T09:12:41Z"
     assert f.token_index == d
-    # without the timestamp the second prompt would be served whole, but its last token
-    assert f.tokens_lost == (n - 1) - d
+    # without the timestamp the second prompt would share all of the first (the ideal cache's
+    # content gap; SGLang would serve all but its last token)
+    assert f.tokens_lost == n - d
 
 
 def test_evidence_is_redacted_unless_asked(tmp_log):

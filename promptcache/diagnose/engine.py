@@ -796,7 +796,7 @@ class Diagnoser:
             if hit is None:
                 break
             run = common_prefix(ru, pu[(pos_p + hit[1]) * 4:], 4, (pos_r + hit[0]) * 4)
-            shared += run
+            shared += hit[1] + run  # with p's value in r, its tokens are shared too (counted as p's)
             pos_r += hit[0] + run
             pos_p += hit[1] + run
             if pos_r >= end_r or pos_r * 4 >= len(ru) or pos_p * 4 >= len(pu):

@@ -320,9 +320,10 @@ def compute(case: str, detail: bool = False) -> int:
     if case == "C13":  # requests 3 and 5 come after the 5-minute TTL: nothing read
         return mech_loss(A, recs, lambda k, best: 0 if k in (2, 4) else best, detail)
     if case == "C14":  # the repository snapshot in system[1]
-        def env(rec, k):
+        def env(rec, k):  # the snapshot lines after the block's static header, made the same
             out = json.loads(json.dumps(rec))
-            out["system"][1]["text"] = "ENV"
+            t = out["system"][1]["text"]
+            out["system"][1]["text"] = t[:t.index("branch:")] + "SNAPSHOT"
             return out
         return content_loss(A, recs, env, detail=detail)
     if case == "C15":  # sliding window: undone, each request would extend its predecessor
