@@ -21,6 +21,7 @@ ranges). What no cause explains is recorded as ``unexplained``, with the miss re
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
 from bisect import bisect_right
@@ -28,7 +29,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from collections.abc import Mapping
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -131,14 +132,22 @@ def _first_difference(a: str, b: str, start: int = 0) -> int:
     return n
 
 
+#: How many conversation parts from the front a moved window is looked for in (a window drops a
+#: few messages per turn).
+WINDOW_PROBE = 16
+
+
 def _same_conversation(a: Request, b: Request) -> bool:
     """Whether two requests hold the same conversation: the first message (not system) of one
-    is a message of the other (the same opening, or a window that moved on)."""
-    conv_a = [p.text for p in a.parts if p.message is not None and p.role not in ("system", "developer")]
-    conv_b = [p.text for p in b.parts if p.message is not None and p.role not in ("system", "developer")]
-    if not conv_a or not conv_b:
+    is among the first :data:`WINDOW_PROBE` conversation parts of the other (the same opening,
+    or a window that moved on)."""
+    def conv(q: Request) -> Iterator[str]:
+        return itertools.islice((p.text for p in q.parts if p.message is not None and p.role not in ("system", "developer")),
+                                WINDOW_PROBE)
+    head_a, head_b = list(conv(a)), list(conv(b))
+    if not head_a or not head_b:
         return False
-    return conv_a[0] in conv_b[:64] or conv_b[0] in conv_a[:64]
+    return head_a[0] == head_b[0] or head_a[0] in head_b or head_b[0] in head_a
 
 
 def _conversation(q: Request) -> list[tuple[int, str | None, str, str]]:
@@ -172,13 +181,22 @@ def _permuted_lines(tr: str, tp: str) -> tuple[int, int, int, int] | None:
     """``(start, end in r, end in p, items)`` of the smallest run of whole lines where ``tr``
     and ``tp`` differ, when the two runs hold the same lines in another order (at least two
     lines), else ``None``."""
-    n = min(len(tr), len(tp))
-    a = _first_difference(tr, tp)
-    if a >= n and len(tr) == len(tp):
+    n = len(tr)
+    if n != len(tp):  # the same lines in another order keep the length
         return None
-    b = 0
-    while b < n - a and tr[-1 - b] == tp[-1 - b]:
-        b += 1
+    a = _first_difference(tr, tp)
+    if a >= n:
+        return None
+    # the common suffix, compared in slices from the end (both have the same length)
+    end = n
+    while end > a:
+        j = max(a, end - 64)
+        if tr[j:end] != tp[j:end]:
+            while tr[end - 1] == tp[end - 1]:
+                end -= 1
+            break
+        end = j
+    b = n - end
     a = tr.rfind("\n", 0, a) + 1
     end_r, end_p = len(tr) - b, len(tp) - b
     nl_r, nl_p = tr.find("\n", end_r), tp.find("\n", end_p)
@@ -259,6 +277,8 @@ class Diagnoser:
         self._buf: list[Candidate] = self.cands
         self._extends = False
         self._cf: tuple[int, float | None] | None = None
+        self._rates_for: Step | None = None
+        self._rates_got: Rates | None = None
         self.keys: dict[str, dict[str | None, int]] = {}
         self.key_windows: dict[tuple[str, str, bytes], list[float]] = {}
         self.overflow: dict[tuple[str, str], list[int]] = {}
@@ -273,9 +293,14 @@ class Diagnoser:
         return next((ru for ru in self.by_kind.get(kind, ()) if ru.options.get(option) == value), None)
 
     def _rates(self, step: Step) -> Rates | None:
+        """The request's prices (looked up once per request)."""
+        if self._rates_for is step:
+            return self._rates_got
         pf = self.providers[step.outcome.provider]
-        return self.book.rates(step.outcome.provider if pf.kind == "provider" else None, step.request.model,
-                               step.request.arrival)
+        self._rates_got = self.book.rates(step.outcome.provider if pf.kind == "provider" else None, step.request.model,
+                                          step.request.arrival)
+        self._rates_for = step
+        return self._rates_got
 
     def _money(self, step: Step, cached: int, better: int) -> Decimal | None:
         rates = self._rates(step)
