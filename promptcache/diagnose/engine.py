@@ -89,15 +89,19 @@ def _char_at(prompt: Prompt, ctx: _Context, i: int, token: int) -> int | None:
 
 
 def _tail_start(prompt: Prompt) -> int:
-    """First segment of the final user turn (its message), or len(segments)."""
+    """First segment of the newest input message: the final user turn, or in a tool loop the
+    newest tool result (what the request adds; a break inside it is no cause), or
+    len(segments)."""
     segs = prompt.segments
     last = None
-    for k, s in enumerate(segs):
-        if s.role == "user" and s.kind in ("user", "image", "document"):
+    for k in range(len(segs) - 1, -1, -1):
+        s = segs[k]
+        if (s.role == "user" and s.kind in ("user", "image", "document", "tool_result")) or s.role == "tool":
             last = s.message
+            break
     if last is None:
         return len(segs)
-    return next(k for k, s in enumerate(segs) if s.message == last and s.role == "user")
+    return next(k for k, s in enumerate(segs) if s.message == last and s.role in ("user", "tool"))
 
 
 def _conversation_start(prompt: Prompt) -> int:
@@ -609,10 +613,11 @@ class Diagnoser:
         if k is None:
             return False
         if k == 0 and "history-front" in rules:
-            # a window whose front moved: the request opens with a later message of the predecessor
-            for drop in range(1, len(cp)):
+            # a window whose front moved: the request opens with a later message of the
+            # predecessor, or with a summary (a new first message) followed by one
+            for drop, lead in itertools.product(range(1, len(cp)), (0, 1)):
                 m = 0
-                while m < len(cr) and drop + m < len(cp) and cr[m][1:3] == cp[drop + m][1:3]:
+                while lead + m < len(cr) and drop + m < len(cp) and cr[lead + m][1:3] == cp[drop + m][1:3]:
                     m += 1
                 if m >= min(2, len(cp) - drop):
                     last_msg = cp[drop + m - 1][0]
@@ -620,7 +625,8 @@ class Diagnoser:
                               default=pair.d)
                     gained, cost = self._report_lost(step, pair, max(0, end - pair.d))
                     self._add(step, rules["history-front"], ("history",), segment=where, char=None, token=pair.d,
-                              evidence={"dropped_messages": drop, "kept_messages": m}, lost=gained, cost=cost)
+                              evidence={"dropped_messages": drop, "kept_messages": m, "summary_in_front": bool(lead)},
+                              lost=gained, cost=cost)
                     return True
         if "history-insert" in rules and len(cr) > len(cp) - 0 and k < len(cp) and [x[1:3] for x in cr[k + 1:k + 1 + len(cp) - k]] == [y[1:3] for y in cp[k:]] \
                 and len(cp) - k >= 1:
@@ -661,7 +667,7 @@ class Diagnoser:
         if cr[k][2] == returned:
             return
         f = _first_difference(cr[k][2], returned)
-        lost = len(step.context.memo.encode([returned[f:].replace("\x00", "")])[0])
+        lost = len(step.context.memo.encode([returned[f:].replace("\x00", "")])[0]) // 4  # uint32 token bytes
         if lost <= 0:
             return
         self._add(step, rule, ("replay",), segment=cr[k][3], char=f, token=None,
@@ -972,8 +978,8 @@ class Diagnoser:
                      "uncached_tail_tokens": shared - last_w}, {"breakpoints": n_w}
             last_msg = [s for s in wp.segments if s.message is not None and s.message == wp.segments[-2].message] \
                 if len(wp.segments) >= 2 else []
-            if last_msg and all(s.kind == "tool_result" for s in last_msg) and not any(s.breakpoint for s in last_msg) \
-                    and "tool-result" in bp:
+            if last_msg and all(s.kind in ("tool_result", "image", "document") for s in last_msg) \
+                    and not any(s.breakpoint for s in last_msg) and "tool-result" in bp:
                 path = last_msg[-1].path
                 return bp["tool-result"], ("tool-result",), path, last_w, \
                     {"last_message": path, "blocks": len(last_msg), "last_breakpoint_token": last_w}, {}
@@ -1017,6 +1023,18 @@ class Diagnoser:
         if u is None:
             return
         gap = o.cached_tokens - u.cache_read_tokens
+        checks = {ru.options.get("check"): ru for ru in self.by_kind.get("reported-usage", ())}
+        if r.previous_response_id and "server-chain" in checks and u.input_tokens > o.prompt_tokens:
+            # the history is on the server: what the log cannot show, named whatever the gap
+            unseen = u.input_tokens - o.prompt_tokens
+            self._add(step, checks["server-chain"], (f"{o.provider}/{o.model or '-'}",), segment=None, char=None,
+                      token=None, evidence={"previous_response_id": r.previous_response_id,
+                                            "logged_prompt_tokens": o.prompt_tokens, "reported_input_tokens": u.input_tokens,
+                                            "reported_cached_tokens": u.cache_read_tokens,
+                                            "server_side_tokens": unseen},
+                      lost=max(0, gap), cost=None, gap="reported" if gap > 0 else None, unseen=f"{unseen:,}")
+            if gap > 0:
+                return
         if gap <= 0:
             return
         rates = self._rates(step)
@@ -1040,10 +1058,6 @@ class Diagnoser:
         r, o = step.request, step.outcome
         checks = {ru.options.get("check"): ru for ru in self.by_kind.get("reported-usage", ())}
         ns = f"{o.provider}/{o.model or '-'}"
-        if r.previous_response_id and "server-chain" in checks:
-            return checks["server-chain"], (ns,), {"previous_response_id": r.previous_response_id,
-                                                   "logged_prompt_tokens": o.prompt_tokens,
-                                                   "reported_input_tokens": r.usage.input_tokens if r.usage else None}, {}
         if prev is None:
             return None
         up_r = r.response.upstream if r.response is not None else None
@@ -1072,6 +1086,11 @@ class Diagnoser:
             if idle > low:
                 return checks["ttl"], (ns,), {"idle_seconds": round(idle, 1), "documented_min_ttl_seconds": low}, \
                     {"idle": int(idle), "min_ttl": int(low)}
+        if "no-key" in checks and step.rules.kind == "provider" and r.cache_key is None and not r.affinity \
+                and not r.session:
+            # nothing tells the provider which cache machine holds the prefix
+            return checks["no-key"], (ns,), {"cache_key": None, "reported_cached_tokens": r.usage.cache_read_tokens if r.usage else None,
+                                             "simulated_tokens": o.cached_tokens}, {}
         return None
 
     def _show_verdict(self, cands: Sequence[Candidate], verdict: Any) -> None:

@@ -97,6 +97,8 @@ def units(rec: dict, order: str) -> list[tuple[str, str]]:
                     body += [("frame", t), (t, _block(b))]
                 elif t == "tool_result":
                     body += [("frame", t), (t, _text(b.get("content")))]
+                elif t in ("image", "document"):  # an attachment: one opaque unit per distinct source
+                    body.append((t, f"<{t} {_json(b.get('source'))[-12:]}>"))
                 else:
                     body.append((t or "?", _block(b)))
         elif c:
@@ -348,6 +350,99 @@ def compute(case: str, detail: bool = False) -> int:
         return content_loss(C, recs, sort_lines_between("[Saved Notes]", None), detail=detail)
     if case == "C23":  # under Gemini 3.1 Pro's 4,096-token minimum: nothing served implicitly
         return mech_loss(G, recs, lambda k, best: 0, detail)
+    return compute_new(case, recs, detail)
+
+
+def body(r: dict) -> dict:
+    """The request body of a logged record (bare, or in a gateway record)."""
+    return r.get("request") or r
+
+
+def append_only_loss(c: Counter, recs: list[dict], detail: bool = False) -> int:
+    """Where a request does not extend its predecessor, it loses what the predecessor holds
+    past their common prefix: made append-only (the window kept, the result not pruned, the
+    message not inserted or removed), it would have extended it."""
+    total = 0
+    for k in range(1, len(recs)):
+        r, p = body(recs[k]), body(recs[k - 1])
+        shared = c.shared(r, p)
+        if shared >= c.length(p):
+            continue
+        best = max(c.shared(r, body(recs[j])) for j in range(k))
+        lost = max(0, c.length(p) - best)
+        if detail:
+            print(f"  request {k + 1}: predecessor {c.length(p)} tokens, shared {best}, lost {lost}")
+        total += lost
+    return total
+
+
+def compute_new(case: str, recs: list[dict], detail: bool = False) -> int:
+    """C24-C40 (tests/data/make_cases.py)."""
+    A = Counter("cl100k_base", "anthropic")
+    O = Counter("o200k_base", "openai")
+    C = Counter("cl100k_base", "openai", frame="text")
+    recs = [body(r) for r in recs] if case not in ("C29",) else recs
+    if case == "C24":  # the growing token count
+        return content_loss(O, recs, sub(r"\d+ tokens used so far", "N tokens used so far"), detail=detail)
+    if case == "C25":  # the minute clock at the end of the system prompt
+        return content_loss(A, recs, sub(r"Local time: [0-9: -]+\.", "Local time: T."), detail=detail)
+    if case in ("C26", "C27"):  # a result pruned in place / a summary and a window that moved
+        return append_only_loss(C, recs, detail)
+    if case == "C28":  # the lessons message inserted or removed before the conversation
+        return append_only_loss(O, recs, detail)
+    if case == "C29":  # the model's tool call, sent back re-serialized: the returned tokens from the change on
+        e, total = enc("cl100k_base"), 0
+        for k in range(len(recs) - 1):
+            fn = recs[k]["response"]["choices"][0]["message"]["tool_calls"][0]["function"]
+            returned = json.dumps({"name": fn["name"], "arguments": fn["arguments"]}, separators=(",", ":"), ensure_ascii=False)
+            sent = recs[k + 1]["request"]["messages"][-2]["tool_calls"][0]["function"]
+            replayed = json.dumps({"name": sent["name"], "arguments": sent["arguments"]}, separators=(",", ":"), ensure_ascii=False)
+            f = next(i for i, (x, y) in enumerate(zip(returned, replayed)) if x != y)
+            lost = len(e.encode_ordinary(returned[f:]))
+            if detail:
+                print(f"  request {k + 2}: returned {returned!r} replayed {replayed!r}: {lost} tokens from char {f}")
+            total += lost
+        return total
+    if case == "C30":  # reasoning_effort switched on requests 3 and 5: vLLM would serve whole 16-token blocks
+        total = 0
+        for k in (2, 4):
+            n, shared = C.length(recs[k]), C.shared(recs[k], recs[k - 1])
+            total += (min(shared, n - 1) // 16) * 16
+        return total
+    if case == "C31":  # requests 3 and 5 served by another host: DeepSeek's 64-token units
+        return sum((C.shared(recs[k], recs[k - 1]) // 64) * 64 for k in (2, 4))
+    if case == "C32":  # unkeyed: every request but the lucky fourth reads nothing; OpenAI 128-token steps
+        return sum((O.shared(recs[k], recs[k - 1]) // 128) * 128 for k in range(1, len(recs)) if k != 3)
+    if case == "C33":  # the chain's history is on the server: the log shows no tokens to lose
+        return 0
+    if case == "C34":  # each agent turn after the first finds the title request in the slot
+        total = 0
+        for k in range(2, len(recs), 2):
+            total += C.shared(recs[k], recs[k - 2]) - C.shared(recs[k], recs[k - 1])
+        return total
+    if case in ("C35",):  # no breakpoint: nothing served
+        return mech_loss(A, recs, lambda k, best: 0, detail)
+    if case == "C36":  # requests 3 and 5 after the 5-minute TTL: nothing served
+        return mech_loss(A, recs, lambda k, best: 0 if k in (2, 4) else best, detail)
+    if case == "C37":  # the mode's tool swapped: undone, the same tool set every turn
+        edit = recs[0]["tools"][-1]
+
+        def same_tools(rec, k):
+            out = dict(rec)
+            out["tools"] = rec["tools"][:-1] + [edit]
+            return out
+        return content_loss(A, recs, same_tools, detail=detail)
+    if case == "C38":  # only system[0] marked: the history is never read
+        head = [A.upto(r, lambda i, u: u[0] == "text" and i == 1) for r in recs]
+        return mech_loss(A, recs, lambda k, best: head[k], detail)
+    if case == "C39":  # trailing newlines kept or trimmed
+        def strip(rec, k):
+            out = json.loads(json.dumps(rec))
+            out["system"][0]["text"] = out["system"][0]["text"].rstrip()
+            return out
+        return content_loss(A, recs, strip, detail=detail)
+    if case == "C40":  # the clock at offset 0 of the system prompt
+        return content_loss(A, recs, sub(r"\d\d:\d\d:\d\d", "T"), detail=detail)
     return 0
 
 
