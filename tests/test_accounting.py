@@ -31,7 +31,7 @@ FILLER = "Refunds go to the original payment method within five business days. "
 
 
 def _chat(t: float, msgs: list, **extra) -> dict:
-    return {"timestamp": t, "request": {"model": "gpt-4o", "messages": msgs}, **extra}
+    return {"timestamp": t, "request": {"model": "gpt-4o", "prompt_cache_key": "conv-1", "messages": msgs}, **extra}
 
 
 def _text(res) -> str:
@@ -43,8 +43,9 @@ def _text(res) -> str:
 # ------------------------------------------------------------------ the table and the reports
 
 def test_unexplained_reported_loss_is_a_row_and_no_report_says_no_causes(tmp_log):
-    """The simulation serves 1,280 tokens the log reports as uncached, with nothing to explain
-    it: an unexplained row of exactly those tokens, and every format says so."""
+    """The simulation serves what the log reports as uncached, with nothing to explain it (a
+    stable key, no pause, the same parameters): an unexplained row of exactly those tokens, and
+    every format says so."""
     sys = {"role": "system", "content": FILLER}
     usage = lambda cached: {"usage": {"prompt_tokens": 1400, "completion_tokens": 5,
                                       "prompt_tokens_details": {"cached_tokens": cached}}}

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..prepare import Context as _Context
 from ..step import Step
-from ..content import canonical_json, documents, looks_like_documents, normalize_whitespace, stable_documents
+from ..content import documents, looks_like_documents, normalize_whitespace, stable_documents
 from ..model import Part, Request
 from ..prefix.lcp import common_prefix
 from ..pricing import PriceBook, Rates
@@ -478,21 +478,6 @@ class Diagnoser:
         n = step.outcome.prompt_tokens
         return rates.cost(n, 0, 0, 0, False) - rates.cost(n, tokens, 0, 0, False)
 
-    @staticmethod
-    def _breakpoint_reach(step: Step, pair: Pair, shared: int) -> int:
-        """Tokens a breakpoint cache would serve ``r`` if it shared ``shared`` tokens with
-        ``p``: a read ends at a breakpoint, so the end of the last breakpoint segment of either
-        prompt within the shared part (``p`` wrote its own; ``r`` reads them from its own
-        breakpoints, looking back), or 0 when ``r`` marks none or that is under the minimum.
-        The lookback window is not applied: an upper bound, like the simulated hits."""
-        rp, pp = pair.rp, pair.pp
-        if not any(s.breakpoint is not None for s in rp.segments):
-            return 0  # nothing is ever read: the content fix alone serves nothing
-        ends = [e for prompt in (rp, pp) for s, e in zip(prompt.segments, prompt.seg_ends)
-                if s.breakpoint is not None and e <= shared]
-        best = max(ends, default=0)
-        return best if best >= step.rules.min_tokens else 0
-
     def _where(self, pair: Pair, char: int | None) -> tuple[str, int | None]:
         seg = pair.rp.segments[pair.i]
         if char is None:
@@ -556,6 +541,18 @@ class Diagnoser:
                     return replace(q, parts=tuple(tools_p) + tuple(rest))
                 return self._emit_structure(step, pair, rules["tools-set"], same_tools, lambda q: q,
                                             {"added": ", ".join(added) or "-", "removed": ", ".join(removed) or "-"})
+        if part_r is not None and part_p is not None and part_r.text != part_p.text and not in_tail \
+                and "attachment" in rules and {part_r.kind, part_p.kind} & {"image", "document"} \
+                and (part_r.kind != part_p.kind or part_r.kind in ("image", "document")):
+            # an attachment replaced by a text pointer (or back), or the same place re-encoded
+            kind = "replaced" if part_r.kind != part_p.kind else "re-encoded"
+            path = part_r.path
+            keep = part_p
+
+            def as_before(q: Request) -> Request:
+                return replace(q, parts=tuple(keep if x.path == path else x for x in q.parts))
+            return self._emit_structure(step, pair, rules["attachment"], as_before, lambda q: q,
+                                        {"change": kind, "before": part_p.kind, "after": part_r.kind}, char=0)
         if part_r is not None and part_p is not None and part_r.text != part_p.text:
             # the cheap tests first: canonical_json parses the whole text
             if not in_tail and "json-key-order" in rules and part_r.text.lstrip()[:1] in "{[" \
