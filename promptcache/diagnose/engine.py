@@ -141,14 +141,16 @@ def _first_difference(a: str, b: str, start: int = 0) -> int:
 WINDOW_PROBE = 16
 
 
-def _same_conversation(a: Request, b: Request) -> bool:
-    """Whether two requests hold the same conversation: the first message (not system) of one
-    is among the first :data:`WINDOW_PROBE` conversation parts of the other (the same opening,
-    or a window that moved on)."""
-    def conv(q: Request) -> Iterator[str]:
-        return itertools.islice((p.text for p in q.parts if p.message is not None and p.role not in ("system", "developer")),
-                                WINDOW_PROBE)
-    head_a, head_b = list(conv(a)), list(conv(b))
+def conversation_head(q: Request) -> tuple[str, ...]:
+    """The texts of a request's first :data:`WINDOW_PROBE` conversation parts (not system)."""
+    return tuple(itertools.islice((p.text for p in q.parts if p.message is not None and p.role not in ("system", "developer")),
+                                  WINDOW_PROBE))
+
+
+def _same_conversation(head_a: tuple[str, ...], head_b: tuple[str, ...]) -> bool:
+    """Whether two requests (by their :func:`conversation_head`) hold the same conversation:
+    the first message of one is among the first conversation parts of the other (the same
+    opening, or a window that moved on)."""
     if not head_a or not head_b:
         return False
     return head_a[0] == head_b[0] or head_a[0] in head_b or head_b[0] in head_a
@@ -190,6 +192,9 @@ def _permuted_lines(tr: str, tp: str) -> tuple[int, int, int, int] | None:
         return None
     a = _first_difference(tr, tp)
     if a >= n:
+        return None
+    line = tr[tr.rfind("\n", 0, a) + 1:tr.find("\n", a) if tr.find("\n", a) >= 0 else n]
+    if line not in tp:  # r's line at the break must be one of p's, somewhere
         return None
     # the common suffix, compared in slices from the end (both have the same length)
     end = n
@@ -282,6 +287,7 @@ class Diagnoser:
         self._extends = False
         self._cf: tuple[int, float | None] | None = None
         self._rates_for: Step | None = None
+        self._heads: dict[int, tuple[Request, tuple[str, ...]]] = {}
         self._rates_got: Rates | None = None
         self.keys: dict[str, dict[str | None, int]] = {}
         self.key_windows: dict[tuple[str, str, bytes], list[float]] = {}
@@ -291,6 +297,19 @@ class Diagnoser:
         self.shadow: dict[str, tuple[BoundarySim, list[Decimal]]] = {}
 
     # ------------------------------------------------------------------ helpers
+
+    def _head(self, r: Request) -> tuple[str, ...]:
+        """:func:`conversation_head` of a request, computed once per request (the recent
+        requests are compared with several later ones)."""
+        got = self._heads.get(id(r))
+        if got is not None and got[0] is r:
+            return got[1]
+        if len(self._heads) >= 4 * RECENT:
+            for k in list(itertools.islice(self._heads, 2 * RECENT)):
+                del self._heads[k]
+        head = conversation_head(r)
+        self._heads[id(r)] = (r, head)
+        return head
 
     def _first(self, kind: str, option: str, value: str) -> Rule | None:
         """The first rule of ``kind`` whose ``option`` is ``value``."""
@@ -353,7 +372,7 @@ class Diagnoser:
             prev = sessions.pop(sess, None)
             if prev is not None:
                 # a cache key shared by several conversations is no session: compare as a family
-                preds.append((prev[1:], r.session is None and not _same_conversation(r, prev[1])))
+                preds.append((prev[1:], r.session is None and not _same_conversation(self._head(r), self._head(prev[1]))))
                 seen.add(prev[0])
             sessions[sess] = (o.index, r, step.prompt, step.context)
             if len(sessions) > SESSIONS:
@@ -365,7 +384,7 @@ class Diagnoser:
             if idx is not None and idx not in seen and idx in recent:
                 got = recent[idx]
                 # the same conversation (its first message as this one's): a full comparison
-                preds.append((got, family and not _same_conversation(r, got[0])))
+                preds.append((got, family and not _same_conversation(self._head(r), self._head(got[0]))))
                 seen.add(idx)
         self.latest[ideal_ns] = o.index
         best: list[Candidate] = []
@@ -1001,7 +1020,12 @@ class Diagnoser:
                                     "claimed_by": o.miss_reason}, lost=0, cost=None, gap=None,
                           ttl=int(rules.ttl_seconds))
         if rules.mode == "prefix" and step.prompt.segments and rules.kind == "provider":
-            marks = [(sg.path, e) for sg, e in zip(step.prompt.segments, step.prompt.seg_ends) if sg.breakpoint is not None]
+            # clients mark the stable head (tools, system) or the newest messages: the first and
+            # last few segments, so the check costs the same whatever the history's length
+            segs, ends = step.prompt.segments, step.prompt.seg_ends
+            n = len(segs)
+            near = range(n) if n <= 16 else itertools.chain(range(8), range(n - 8, n))
+            marks = [(segs[k].path, ends[k]) for k in near if segs[k].breakpoint is not None]
             rule = self._first("breakpoint", "check", "ignored")
             if marks and rule is not None:
                 head = marks[0][1]
@@ -1108,7 +1132,8 @@ class Diagnoser:
             return
         per = self.keys.setdefault(ideal_ns, {})
         per[r.cache_key] = per.get(r.cache_key, 0) + 1
-        first_msg = next((x.text for x in r.parts if x.message is not None and x.role not in ("system", "developer")), "")
+        head = self._head(r)
+        first_msg = head[0] if head else ""
         use = self.key_use.get((ideal_ns, r.cache_key))
         if use is None:
             o = step.outcome
