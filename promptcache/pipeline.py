@@ -30,6 +30,7 @@ from .ingest.common import provider_for_model
 from .model import Divergence, Request
 from .pricing import PriceBook, Rates, tokens_cost
 from .simulate import Outcome, Prompt, RequestRef, Simulator
+from .step import Step
 from .simulate.rules import CacheRules, ProviderFile, load_providers, provider as provider_file
 from .prepare import CHUNK, Back, Context, Front, front_process
 from .tokenize import Tokenizer, one_thread_per_batch, resolve_tokenizer
@@ -199,6 +200,8 @@ class AuditResult:
         findings: filled by diagnosis (issue-level features add to it).
         prices_source: where the prices came from.
         book: the prices used (per-request costs: :func:`request_costs`).
+        accounting: every lost token by gap and cause
+            (:class:`~promptcache.diagnose.accounting.Accounting`), or ``None`` without diagnosis.
     """
 
     inputs: list[InputStats]
@@ -214,6 +217,7 @@ class AuditResult:
     findings: list[Any] = field(default_factory=list)
     prices_source: str = ""
     book: PriceBook | None = None
+    accounting: Any = None
 
     @property
     def tokenizer_exact(self) -> bool:
@@ -383,28 +387,6 @@ def _stretches(pipe: _Pipeline, book: PriceBook, top: int) -> list[PrefixStretch
 def stretch_rank(s: PrefixStretch) -> tuple[Decimal, int]:
     """Sort key of shared prefixes: what caching them is worth, then tokens × reuses."""
     return (s.value_usd if s.value_usd is not None else Decimal(0), s.tokens * s.reused_by)
-
-
-@dataclass(slots=True)
-class Step:
-    """One request after simulation: what downstream stages (diagnosis, replay, reports) see.
-
-    Attributes:
-        request: the parsed request.
-        prompt: its tokens and segments.
-        context: tokenizer and chat format (``None`` for hashed traces).
-        rules: the cache rules applied.
-        outcome: simulated and ideal results (``ideal_write_tokens`` is final only after the
-            stream ends).
-        other: the earlier request this one diverged from, or ``None``.
-    """
-
-    request: Request
-    prompt: Prompt
-    context: Context | None
-    rules: CacheRules
-    outcome: Outcome
-    other: RequestRef | None
 
 
 class Pipeline:
@@ -751,7 +733,7 @@ def collect(pipe: Pipeline, *, progress: Callable[[int], None] | None = None,
     if opts.diagnose:
         from .diagnose.engine import Diagnoser
 
-        diag = Diagnoser(pipe, book, show_text=opts.show_text)
+        diag = Diagnoser(pipe.state.providers, book, show_text=opts.show_text)
     outcomes = []
     with fewer_collections():
         for step in pipe.steps(progress):
@@ -773,6 +755,7 @@ def collect(pipe: Pipeline, *, progress: Callable[[int], None] | None = None,
 
 def assemble(part: Partial, opts: AuditOptions, book: PriceBook) -> AuditResult:
     """Price a (merged) :class:`Partial` and build the :class:`AuditResult`."""
+    from .diagnose.accounting import build as accounting
     from .diagnose.findings import aggregate
 
     scen, nss = price(part.outcomes, part.rules, book)
@@ -796,7 +779,7 @@ def assemble(part: Partial, opts: AuditOptions, book: PriceBook) -> AuditResult:
         unknown_models=sorted(book.unknown), span_seconds=span,
         prices_source=f"genai-prices {book.genai_version}" + (f" + {opts.prices_file}" if opts.prices_file else ""),
         findings=aggregate(part.candidates) if part.candidates is not None else [],
-        book=book,
+        book=book, accounting=accounting(part.candidates) if part.candidates is not None else None,
     )
 
 

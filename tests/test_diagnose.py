@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from promptcache.pipeline import AuditOptions, audit
-from promptcache.diagnose.examples import check_examples, expand
+from promptcache.diagnose.examples import expand
+from promptcache.examples import check_examples
 from promptcache.diagnose.rules import KINDS, load_rules
 from promptcache.tokenize.tiktoken_backend import load_encoding
 
@@ -34,9 +35,24 @@ def test_rule_files_are_complete():
         assert r.references, r.id
 
 
-@pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])
+DIAGNOSIS_RULES = [r for r in RULES if r.kind != "template"]
+
+
+@pytest.mark.parametrize("rule", DIAGNOSIS_RULES, ids=[r.id for r in DIAGNOSIS_RULES])
 def test_rule_examples(rule):
     assert check_examples(rule) == []
+
+
+def test_the_example_runner_fails_on_a_rule_with_nothing_to_run():
+    """A rule without log examples (or a template rule) is a problem, not a pass."""
+    from dataclasses import replace
+
+    rule = next(r for r in RULES if r.id == "timestamp-in-prefix")
+    assert any("examples.logs.bad is empty" in p for p in check_examples(replace(rule, examples={})))
+    no_good = replace(rule, examples={"logs": {"bad": rule.examples["logs"]["bad"]}})
+    assert check_examples(no_good) == [f"{rule.path}: examples.logs.good is empty: nothing checks this rule on traffic"]
+    template = next(r for r in RULES if r.kind == "template")
+    assert check_examples(template) != []
 
 
 @pytest.mark.parametrize("sample,rule,segment,offset", [
@@ -76,8 +92,9 @@ def test_timestamp_only_difference_is_named_and_priced(tmp_log):
     assert f.rule.id == "timestamp-in-prefix" and f.segment == "messages[0].content"
     assert f.char_offset == len("Current time: ") and f.evidence["value"] == "2026-11-02T09:12:41Z"
     assert f.token_index == d
-    # without the timestamp the second prompt would be served whole, but its last token
-    assert f.tokens_lost == (n - 1) - d
+    # without the timestamp the second prompt would share all of the first (the ideal cache's
+    # content gap; SGLang would serve all but its last token)
+    assert f.tokens_lost == n - d
 
 
 def test_evidence_is_redacted_unless_asked(tmp_log):

@@ -9,32 +9,40 @@ path, character offset, token index); the rules in ``rules/lint/`` then name the
 counterfactual (both prompts with the cause removed: the value replaced, the tools sorted, the
 keys canonicalised, ...) re-tokenized and compared tells how many tokens the cause costs.
 
-Causes that the prompt text cannot show (TTL expiry, minimum length, cache keys, parameters,
-breakpoints) come from the simulation's outcome and are named as such.
+Every lost token goes to exactly one cause (:mod:`.accounting`): a located content cause claims
+what the request would have shared with its predecessor without it, beyond the ideal cache; the
+ideal cache's lead over the simulated rules is claimed whole by one mechanics cause (minimum
+length, TTL, breakpoints, cache keys, capacity, granularity), and the simulation's lead over the
+reported usage by one cause only the reported usage shows (routing, per-request keys, rendered
+parameters, reasoning settings, server-side chains, TTL or capacity inside the documented
+ranges). What no cause explains is recorded as ``unexplained``, with the miss reason.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
 from bisect import bisect_right
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 from decimal import Decimal
-from typing import Any, Callable, Sequence
+from collections.abc import Mapping
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from ..pipeline import Pipeline, Step
 from ..prepare import Context as _Context
-from ..content import canonical_json, documents, looks_like_documents, normalize_whitespace, stable_documents
+from ..step import Step
+from ..content import documents, looks_like_documents, normalize_whitespace, stable_documents
 from ..model import Part, Request
 from ..prefix.lcp import common_prefix
 from ..pricing import PriceBook, Rates
 from ..simulate import Prompt
 from ..simulate.boundaries import BoundarySim
-from ..simulate.rules import CacheRules
+from ..simulate.rules import CacheRules, ProviderFile
+from .accounting import UNEXPLAINED
 from .findings import Candidate, Finding, aggregate
 from .redact import Evidence, Excerpt
 from .rules import Rule, load_rules
@@ -81,15 +89,19 @@ def _char_at(prompt: Prompt, ctx: _Context, i: int, token: int) -> int | None:
 
 
 def _tail_start(prompt: Prompt) -> int:
-    """First segment of the final user turn (its message), or len(segments)."""
+    """First segment of the newest input message: the final user turn, or in a tool loop the
+    newest tool result (what the request adds; a break inside it is no cause), or
+    len(segments)."""
     segs = prompt.segments
     last = None
-    for k, s in enumerate(segs):
-        if s.role == "user" and s.kind in ("user", "image", "document"):
+    for k in range(len(segs) - 1, -1, -1):
+        s = segs[k]
+        if (s.role == "user" and s.kind in ("user", "image", "document", "tool_result")) or s.role == "tool":
             last = s.message
+            break
     if last is None:
         return len(segs)
-    return next(k for k, s in enumerate(segs) if s.message == last and s.role == "user")
+    return next(k for k, s in enumerate(segs) if s.message == last and s.role in ("user", "tool"))
 
 
 def _conversation_start(prompt: Prompt) -> int:
@@ -124,6 +136,113 @@ def _first_difference(a: str, b: str, start: int = 0) -> int:
     return n
 
 
+#: How many conversation parts from the front a moved window is looked for in (a window drops a
+#: few messages per turn).
+WINDOW_PROBE = 16
+
+
+def conversation_head(q: Request) -> tuple[str, ...]:
+    """The texts of a request's first :data:`WINDOW_PROBE` conversation parts (not system)."""
+    return tuple(itertools.islice((p.text for p in q.parts if p.message is not None and p.role not in ("system", "developer")),
+                                  WINDOW_PROBE))
+
+
+def _same_conversation(head_a: tuple[str, ...], head_b: tuple[str, ...]) -> bool:
+    """Whether two requests (by their :func:`conversation_head`) hold the same conversation:
+    the first message of one is among the first conversation parts of the other (the same
+    opening, or a window that moved on)."""
+    if not head_a or not head_b:
+        return False
+    return head_a[0] == head_b[0] or head_a[0] in head_b or head_b[0] in head_a
+
+
+def _conversation(q: Request) -> list[tuple[int, str | None, str, str]]:
+    """The conversation of a request, message by message: ``(message index, role, text, path
+    of its first part)``; system and developer messages are not conversation."""
+    out: list[tuple[int, str | None, str, str]] = []
+    for x in q.parts:
+        if x.message is None or x.role in ("system", "developer"):
+            continue
+        if out and out[-1][0] == x.message:
+            m = out[-1]
+            out[-1] = (m[0], m[1], m[2] + "\x00" + x.text, m[3])
+        else:
+            out.append((x.message, x.role, x.text, x.path))
+    return out
+
+
+def _drift_kind(returned: str, replayed: str) -> str:
+    """What a replayed assistant turn changed: ``whitespace``, ``serialization`` (the same JSON),
+    ``dropped`` (a part of the returned text left out), else ``rewritten``."""
+    if normalize_whitespace(returned) == normalize_whitespace(replayed):
+        return "whitespace"
+    if deep_canonical_json(returned) == deep_canonical_json(replayed) != returned:
+        return "serialization"
+    if len(replayed) < len(returned) and all(w in returned for w in replayed.split("\x00")):
+        return "dropped"
+    return "rewritten"
+
+
+def _permuted_lines(tr: str, tp: str) -> tuple[int, int, int, int] | None:
+    """``(start, end in r, end in p, items)`` of the smallest run of whole lines where ``tr``
+    and ``tp`` differ, when the two runs hold the same lines in another order (at least two
+    lines), else ``None``."""
+    n = len(tr)
+    if n != len(tp):  # the same lines in another order keep the length
+        return None
+    a = _first_difference(tr, tp)
+    if a >= n:
+        return None
+    line = tr[tr.rfind("\n", 0, a) + 1:tr.find("\n", a) if tr.find("\n", a) >= 0 else n]
+    if line not in tp:  # r's line at the break must be one of p's, somewhere
+        return None
+    # the common suffix, compared in slices from the end (both have the same length)
+    end = n
+    while end > a:
+        j = max(a, end - 64)
+        if tr[j:end] != tp[j:end]:
+            while tr[end - 1] == tp[end - 1]:
+                end -= 1
+            break
+        end = j
+    b = n - end
+    a = tr.rfind("\n", 0, a) + 1
+    end_r, end_p = len(tr) - b, len(tp) - b
+    nl_r, nl_p = tr.find("\n", end_r), tp.find("\n", end_p)
+    end_r = len(tr) if nl_r < 0 else nl_r
+    end_p = len(tp) if nl_p < 0 else nl_p
+    if end_r - a != end_p - a:
+        return None
+    lines_r, lines_p = tr[a:end_r].split("\n"), tp[a:end_p].split("\n")
+    if len(lines_r) < 2 or lines_r == lines_p or sorted(lines_r) != sorted(lines_p):
+        return None
+    return a, end_r, end_p, len(lines_r)
+
+
+def _canon(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _canon(v[k]) for k in sorted(v)}
+    if isinstance(v, list):
+        return [_canon(x) for x in v]
+    if isinstance(v, str) and v[:1] in "{[":
+        try:
+            return json.dumps(_canon(json.loads(v)), ensure_ascii=False, separators=(",", ":"))
+        except (json.JSONDecodeError, RecursionError):
+            return v
+    return v
+
+
+def deep_canonical_json(text: str) -> str:
+    """JSON text with sorted keys at every level, JSON held in strings included (OpenAI tool-call
+    ``arguments`` are a JSON object serialized into a string); other text unchanged."""
+    if text.lstrip()[:1] not in "{[":
+        return text
+    try:
+        return json.dumps(_canon(json.loads(text)), ensure_ascii=False, separators=(",", ":"))
+    except (json.JSONDecodeError, RecursionError):
+        return text
+
+
 def _tool_name(p: Part) -> str:
     try:
         d = json.loads(p.text)
@@ -134,17 +253,17 @@ def _tool_name(p: Part) -> str:
 
 
 class Diagnoser:
-    """Streams :class:`~promptcache.pipeline.Step` s and collects :class:`Candidate` s.
+    """Streams :class:`~promptcache.step.Step` s and collects :class:`Candidate` s.
 
     Args:
-        pipeline: the running pipeline (rules per namespace, providers).
+        providers: the provider files by id (whether a rules id is a priced provider).
         book: prices, for money lost.
         rules: the rules to apply (default: every shipped rule).
         show_text: quote values unredacted.
     """
 
-    def __init__(self, pipeline: Pipeline, book: PriceBook, rules: Sequence[Rule] | None = None, show_text: bool = False):
-        self.pipe = pipeline
+    def __init__(self, providers: Mapping[str, ProviderFile], book: PriceBook, rules: Sequence[Rule] | None = None, show_text: bool = False):
+        self.providers = providers
         self.book = book
         self.rules = tuple(rules) if rules is not None else load_rules()
         self.by_kind: dict[str, list[Rule]] = {}
@@ -153,12 +272,11 @@ class Diagnoser:
         # looked up per request: resolved once
         self._structural = {ru.options.get("compare"): ru for ru in self.by_kind.get("structural-diff", ())}
         self._bp = {ru.options.get("check"): ru for ru in self.by_kind.get("breakpoint", ())}
-        self._bp_volatile = self._first("breakpoint", "check", "volatile-block")
-        self._bp_moved = self._first("breakpoint", "check", "moved")
         self._fallback_rule = self._first("structural-diff", "compare", "any")
         self._ttl_choice = self._first("timing", "check", "ttl-choice")
         self._value_rules = [(rule, [(pat, "value" in pat.groupindex) for pat in rule.patterns()],
-                              bool(rule.options.get("numeric_increase")), int(rule.options.get("min_tokens_lost", 1)))
+                              bool(rule.options.get("numeric_increase")), int(rule.options.get("min_tokens_lost", 1)),
+                              bool(rule.options.get("snapshot")))
                              for rule in self.by_kind.get("value-pattern", ())]
         self.show = show_text
         self.cands: list[Candidate] = []
@@ -167,21 +285,45 @@ class Diagnoser:
         self.latest: dict[str, int] = {}
         self._buf: list[Candidate] = self.cands
         self._extends = False
+        self._cf: tuple[int, float | None] | None = None
+        self._rates_for: Step | None = None
+        self._heads: dict[int, tuple[Request, tuple[str, ...]]] = {}
+        self._rates_got: Rates | None = None
         self.keys: dict[str, dict[str | None, int]] = {}
         self.key_windows: dict[tuple[str, str, bytes], list[float]] = {}
         self.overflow: dict[tuple[str, str], list[int]] = {}
+        # (namespace, key) -> [conversations' first-message hashes, arrivals, first (index, path, line)]
+        self.key_use: dict[tuple[str, str], list[Any]] = {}
         self.shadow: dict[str, tuple[BoundarySim, list[Decimal]]] = {}
 
     # ------------------------------------------------------------------ helpers
+
+    def _head(self, r: Request) -> tuple[str, ...]:
+        """:func:`conversation_head` of a request, computed once per request (the recent
+        requests are compared with several later ones)."""
+        got = self._heads.get(id(r))
+        if got is not None and got[0] is r:
+            return got[1]
+        if len(self._heads) >= 4 * RECENT:
+            for k in list(itertools.islice(self._heads, 2 * RECENT)):
+                del self._heads[k]
+        head = conversation_head(r)
+        self._heads[id(r)] = (r, head)
+        return head
 
     def _first(self, kind: str, option: str, value: str) -> Rule | None:
         """The first rule of ``kind`` whose ``option`` is ``value``."""
         return next((ru for ru in self.by_kind.get(kind, ()) if ru.options.get(option) == value), None)
 
     def _rates(self, step: Step) -> Rates | None:
-        pf = self.pipe.state.providers[step.outcome.provider]
-        return self.book.rates(step.outcome.provider if pf.kind == "provider" else None, step.request.model,
-                               step.request.arrival)
+        """The request's prices (looked up once per request)."""
+        if self._rates_for is step:
+            return self._rates_got
+        pf = self.providers[step.outcome.provider]
+        self._rates_got = self.book.rates(step.outcome.provider if pf.kind == "provider" else None, step.request.model,
+                                          step.request.arrival)
+        self._rates_for = step
+        return self._rates_got
 
     def _money(self, step: Step, cached: int, better: int) -> Decimal | None:
         rates = self._rates(step)
@@ -198,9 +340,13 @@ class Diagnoser:
         return hit if hit >= rules.min_tokens else 0
 
     def _add(self, step: Step, rule: Rule, key: tuple[Any, ...], *, segment: str | None, char: int | None,
-             token: int | None, evidence: dict[str, Any] | Evidence, lost: int, cost: Decimal | None, **values: Any) -> None:
+             token: int | None, evidence: dict[str, Any] | Evidence, lost: int, cost: Decimal | None,
+             gap: str | None = "content", **values: Any) -> None:
+        """Record one cause instance; ``gap`` names the accounting gap its tokens belong to
+        (``content`` for what :meth:`_pair` locates in the text)."""
         o = step.outcome
-        self._buf.append(Candidate(rule, key, o.index, o.path, o.line, segment, char, token, evidence, lost, cost, values))
+        self._buf.append(Candidate(rule, key, o.index, o.path, o.line, segment, char, token, evidence, lost, cost, values,
+                                   gap))
 
     # ------------------------------------------------------------------ streaming
 
@@ -210,8 +356,9 @@ class Diagnoser:
         The request is compared with its session's previous request when the log names a
         session; otherwise with the latest request of the same model (the live template
         family) and with the earlier request it shares most with, keeping the comparison that
-        explains more lost tokens. Timing and length causes are reported only where no content
-        cause explains the request's loss.
+        explains more lost tokens. Then the gap between the ideal and the simulated cache, and
+        between the simulated cache and the reported usage, are each claimed by one cause (or
+        recorded as unexplained).
         """
         r, o = step.request, step.outcome
         ideal_ns = f"{o.provider}/{o.model or '-'}"
@@ -224,17 +371,24 @@ class Diagnoser:
         if sess is not None:
             prev = sessions.pop(sess, None)
             if prev is not None:
-                preds.append((prev[1:], False))
+                # a cache key shared by several conversations is no session: compare as a family
+                preds.append((prev[1:], r.session is None and not _same_conversation(self._head(r), self._head(prev[1]))))
                 seen.add(prev[0])
             sessions[sess] = (o.index, r, step.prompt, step.context)
             if len(sessions) > SESSIONS:
                 sessions.popitem(last=False)
-        for idx, family in ((self.latest.get(ideal_ns), True), (o.diverged_from, False)):
+        latest = self.latest.get(ideal_ns)
+        # the latest request of the model is a template-family comparison, unless the ideal cache
+        # says it is also the one this request shares most with
+        for idx, family in ((latest, latest != o.diverged_from), (o.diverged_from, False)):
             if idx is not None and idx not in seen and idx in recent:
-                preds.append((recent[idx], family))
+                got = recent[idx]
+                # the same conversation (its first message as this one's): a full comparison
+                preds.append((got, family and not _same_conversation(self._head(r), self._head(got[0]))))
                 seen.add(idx)
         self.latest[ideal_ns] = o.index
         best: list[Candidate] = []
+        best_cf: tuple[int, float | None] | None = None
         if step.context is not None and step.prompt.segments:
             best_lost = -1
             for k, (got, family) in enumerate(preds):
@@ -244,20 +398,33 @@ class Diagnoser:
                     break  # it extends its own session's last request: other comparisons add nothing
                 self._buf = []
                 self._extends = False
+                self._cf = None
                 self._pair(step, got[0], got[1], family)
                 lost = sum(c.tokens_lost for c in self._buf)
-                if lost > best_lost:
-                    best, best_lost = self._buf, lost
+                if lost > best_lost or (lost == best_lost and self._buf and not best):
+                    best, best_lost, best_cf = self._buf, lost, self._cf
             recent[o.index] = (r, step.prompt, step.context)
             if len(recent) > RECENT:
                 recent.popitem(last=False)
         self._buf = self.cands
+        start = len(self.cands)
         self.cands.extend(best)
-        explained = any(c.rule.kind in ("value-pattern", "structural-diff", "parameter-diff") for c in best)
-        self._outcome_checks(step, explained)
+        # the request that could have written what the ideal cache serves: the earlier request it
+        # shares most with, else its session's previous one
+        writer = recent.get(o.diverged_from) if o.diverged_from is not None else None
+        if writer is None and preds:
+            writer = preds[0][0]
+        self._rules_gap(step, writer, best[0] if best and best_cf is not None else None, best_cf)
+        self._reported_gap(step, preds[0][0][0] if preds else None)
+        if sess is not None and preds and not preds[0][1]:
+            self._replay(step, preds[0][0])
         self._keys(step, ideal_ns)
+        self._latent(step, preds[0][0][0] if preds else None)
         if step.rules.mode == "breakpoints" and step.prompt.segments:
             self._shadow_1h(step)
+        verdict = r.response.verdict if r.response is not None else None
+        if verdict is not None:
+            self._show_verdict(self.cands[start:], verdict)
 
     def finish(self) -> list[Finding]:
         """Aggregate everything seen into ranked findings."""
@@ -267,6 +434,7 @@ class Diagnoser:
         """Every cause instance once the stream has ended (before grouping): what a run split
         by namespace sends back to be merged."""
         self._finish_keys()
+        self._finish_shared_keys()
         self._finish_shadow()
         return self.cands
 
@@ -285,14 +453,12 @@ class Diagnoser:
                               cost=self._money(step, step.outcome.cached_tokens, step.outcome.cached_tokens + lost),
                               param="model")
             return
-        self._breakpoint_moved(step, pp, rp, d)
         if d * 4 >= len(pp.units) or d * 4 >= len(rp.units):
             self._extends = True
             return  # one extends the other: no break
         i, j = _segment_index(rp, d), _segment_index(pp, d)
         tail = _conversation_start(rp) if family else _tail_start(rp)
         pair = Pair(r, p, rp, pp, ctx, d, i, j, _char_at(rp, ctx, i, d), tail, step.rules)
-        self._breakpoint_volatile(step, pair)
         in_tail = i >= pair.tail
         for check in (self._parameter, self._structure, self._values):
             if check(step, pair, in_tail):
@@ -310,28 +476,26 @@ class Diagnoser:
         return max(0, unshared_now - unshared_cf)
 
     def _report_lost(self, step: Step, pair: Pair, lost: int) -> tuple[int, Decimal | None]:
+        """The content gap of a located cause: the request would share ``pair.d + lost`` tokens
+        with its predecessor without the cause; what that adds to the ideal cache's read (the
+        longest prefix shared with any earlier request as logged) is the cause's, valued as
+        cache reads at the request's prices."""
         o = step.outcome
-        if step.rules.mode == "prefix":
-            better = self._quantize(step.rules, o.prompt_tokens, max(o.shared_prefix_tokens, pair.d) + lost)
-        else:
-            better = self._breakpoint_reach(step, pair, min(o.prompt_tokens, pair.d + lost))
-        gained = max(0, better - o.cached_tokens)
-        return gained, self._money(step, o.cached_tokens, o.cached_tokens + gained)
+        # (the request undone may be longer than as logged: a template that dropped content)
+        self._cf = (min(max(o.prompt_tokens, pair.pp.n_tokens), pair.d + lost), pair.p.arrival)
+        gained = max(0, self._cf[0] - o.shared_prefix_tokens)
+        return gained, self._value(step, gained)
 
-    @staticmethod
-    def _breakpoint_reach(step: Step, pair: Pair, shared: int) -> int:
-        """Tokens a breakpoint cache would serve ``r`` if it shared ``shared`` tokens with
-        ``p``: a read ends at a breakpoint, so the end of the last breakpoint segment of either
-        prompt within the shared part (``p`` wrote its own; ``r`` reads them from its own
-        breakpoints, looking back), or 0 when ``r`` marks none or that is under the minimum.
-        The lookback window is not applied: an upper bound, like the simulated hits."""
-        rp, pp = pair.rp, pair.pp
-        if not any(s.breakpoint is not None for s in rp.segments):
-            return 0  # nothing is ever read: the content fix alone serves nothing
-        ends = [e for prompt in (rp, pp) for s, e in zip(prompt.segments, prompt.seg_ends)
-                if s.breakpoint is not None and e <= shared]
-        best = max(ends, default=0)
-        return best if best >= step.rules.min_tokens else 0
+    def _value(self, step: Step, tokens: int) -> Decimal | None:
+        """What ``tokens`` more cache reads would save this request (plain input price minus
+        the cache-read price), or ``None`` when the model has no price."""
+        rates = self._rates(step)
+        if rates is None:
+            return None
+        if tokens <= 0:
+            return Decimal(0)
+        n = step.outcome.prompt_tokens
+        return rates.cost(n, 0, 0, 0, False) - rates.cost(n, tokens, 0, 0, False)
 
     def _where(self, pair: Pair, char: int | None) -> tuple[str, int | None]:
         seg = pair.rp.segments[pair.i]
@@ -364,6 +528,18 @@ class Diagnoser:
         where_path, where_off = self._where(pair, pair.c)
         part_r = next((x for x in r.parts if x.path == where_path), None)
         part_p = None if part_r is None else next((x for x in p.parts if x.path == part_r.path), None)
+        seg_p = pair.pp.segments[pair.j]
+        if "rendered" in rules and not in_tail and part_r is not None and part_p is not None \
+                and part_r.text == part_p.text and seg.text != seg_p.text:
+            # the request holds the same content, the chat template renders it otherwise
+            c = pair.c or 0
+            lost = max(0, pair.pp.n_tokens - pair.d)
+            gained, cost = self._report_lost(step, pair, lost)
+            self._add(step, rules["rendered"], (where_path,), segment=where_path, char=where_off, token=pair.d,
+                      evidence=Evidence({"before": Excerpt.around(seg_p.text, c, c + 1),
+                                         "after": Excerpt.around(seg.text, c, c + 1)}, self.show),
+                      lost=gained, cost=cost)
+            return True
         if seg.kind == "tool" and not in_tail:
             # tools: same set in another order, or a different set
             tools_r = [x for x in r.parts if x.kind == "tool"]
@@ -384,11 +560,23 @@ class Diagnoser:
                     return replace(q, parts=tuple(tools_p) + tuple(rest))
                 return self._emit_structure(step, pair, rules["tools-set"], same_tools, lambda q: q,
                                             {"added": ", ".join(added) or "-", "removed": ", ".join(removed) or "-"})
+        if part_r is not None and part_p is not None and part_r.text != part_p.text and not in_tail \
+                and "attachment" in rules and {part_r.kind, part_p.kind} & {"image", "document"} \
+                and (part_r.kind != part_p.kind or part_r.kind in ("image", "document")):
+            # an attachment replaced by a text pointer (or back), or the same place re-encoded
+            kind = "replaced" if part_r.kind != part_p.kind else "re-encoded"
+            path = part_r.path
+            keep = part_p
+
+            def as_before(q: Request) -> Request:
+                return replace(q, parts=tuple(keep if x.path == path else x for x in q.parts))
+            return self._emit_structure(step, pair, rules["attachment"], as_before, lambda q: q,
+                                        {"change": kind, "before": part_p.kind, "after": part_r.kind}, char=0)
         if part_r is not None and part_p is not None and part_r.text != part_p.text:
             # the cheap tests first: canonical_json parses the whole text
             if not in_tail and "json-key-order" in rules and part_r.text.lstrip()[:1] in "{[" \
-                    and canonical_json(part_r.text) == canonical_json(part_p.text):
-                canon = lambda q: _with_parts(q, lambda x: replace(x, text=canonical_json(x.text)) if x.text.lstrip()[:1] in "{[" else x)
+                    and deep_canonical_json(part_r.text) == deep_canonical_json(part_p.text):
+                canon = lambda q: _with_parts(q, lambda x: replace(x, text=deep_canonical_json(x.text)) if x.text.lstrip()[:1] in "{[" else x)
                 return self._emit_structure(step, pair, rules["json-key-order"], canon, None, self._texts(pair, part_r, part_p))
             f = _first_difference(part_r.text, part_p.text, max(0, (where_off or 0) - 2))
             near = part_r.text[f:f + 1] + part_p.text[f:f + 1]
@@ -409,37 +597,100 @@ class Diagnoser:
                 start = len(pre_r) + sum(len(x) for x in docs_r[:k])  # the first document out of place
                 return self._emit_structure(step, pair, rules["documents-order"], stable, None,
                                             {"documents": len(docs_r), "first_moved": k + 1}, char=start)
-        if not in_tail and "history-front" in rules and pair.i == _conversation_start(pair.rp):
-            dropped = self._dropped_front(r, p)
-            if dropped:
-                lost = max(0, pair.pp.n_tokens - pair.d)
-                gained, cost = self._report_lost(step, pair, lost)
-                self._add(step, rules["history-front"], ("history",), segment=where_path,
-                          char=None, token=pair.d, evidence={"dropped_messages": dropped}, lost=gained, cost=cost)
+            # items (lines) of a list in another order: memories, retrieved notes, bullet lists
+            if not in_tail and "items-order" in rules:
+                got = _permuted_lines(part_r.text, part_p.text)
+                if got is not None:
+                    a, end_r, end_p, n_items = got
+                    path, region = part_r.path, part_p.text[a:end_p]
+
+                    def same_order(q: Request) -> Request:
+                        return _with_parts(q, lambda x: replace(x, text=x.text[:a] + region + x.text[end_r:])
+                                           if x.path == path else x)
+                    return self._emit_structure(step, pair, rules["items-order"], same_order, lambda q: q,
+                                                {"items": n_items, "before": Excerpt.around(part_p.text, a, end_p, 0),
+                                                 "after": Excerpt.around(part_r.text, a, end_r, 0)}, char=a)
+        if not in_tail and pair.i >= _conversation_start(pair.rp):
+            if self._history(step, pair, where_path):
                 return True
         return False
 
-    @staticmethod
-    def _dropped_front(r: Request, p: Request) -> int:
-        """Messages ``p``'s conversation lost from its front in ``r`` (a sliding window, or a
-        summary replacing them), else 0. System/developer messages are not conversation."""
-        def conv(q: Request) -> list[tuple[str | None, str]]:
-            out: list[tuple[str | None, str]] = []
-            last = None
-            for x in q.parts:
-                if x.message is None or x.role in ("system", "developer"):
-                    continue
-                if x.message != last:
-                    out.append((x.role, ""))
-                    last = x.message
-                out[-1] = (x.role, out[-1][1] + x.text)
-            return out
-        cr, cp = conv(r), conv(p)
-        for k in range(1, len(cp)):
-            rest = cp[k:]
-            if cr[:len(rest)] == rest or (len(cr) > len(rest) and cr[1:1 + len(rest)] == rest and cr[0] not in cp):
-                return k
-        return 0
+    def _history(self, step: Step, pair: Pair, where: str) -> bool:
+        """Rewrites inside the conversation history, against the predecessor's: the window's
+        front dropped (a sliding window), a message rewritten in place (old tool results
+        cleared), a message inserted before messages that were stable (a summary), an assistant
+        turn replayed otherwise than the model returned it. Each costs what the predecessor
+        would have served after the divergence had the history been append-only."""
+        rules = self._structural
+        cr, cp = _conversation(pair.r), _conversation(pair.p)
+        if not cr or not cp:
+            return False
+        k = next((n for n, (x, y) in enumerate(zip(cr, cp)) if x[1:3] != y[1:3]), None)
+        if k is None:
+            return False
+        if k == 0 and "history-front" in rules:
+            # a window whose front moved: the request opens with a later message of the
+            # predecessor, or with a summary (a new first message) followed by one
+            for drop, lead in itertools.product(range(1, len(cp)), (0, 1)):
+                m = 0
+                while lead + m < len(cr) and drop + m < len(cp) and cr[lead + m][1:3] == cp[drop + m][1:3]:
+                    m += 1
+                if m >= min(2, len(cp) - drop):
+                    last_msg = cp[drop + m - 1][0]
+                    end = max((e for sg, e in zip(pair.pp.segments, pair.pp.seg_ends) if sg.message == last_msg),
+                              default=pair.d)
+                    gained, cost = self._report_lost(step, pair, max(0, end - pair.d))
+                    self._add(step, rules["history-front"], ("history",), segment=where, char=None, token=pair.d,
+                              evidence={"dropped_messages": drop, "kept_messages": m, "summary_in_front": bool(lead)},
+                              lost=gained, cost=cost)
+                    return True
+        if "history-insert" in rules and len(cr) > len(cp) - 0 and k < len(cp) and [x[1:3] for x in cr[k + 1:k + 1 + len(cp) - k]] == [y[1:3] for y in cp[k:]] \
+                and len(cp) - k >= 1:
+            lost = max(0, pair.pp.n_tokens - pair.d)
+            gained, cost = self._report_lost(step, pair, lost)
+            self._add(step, rules["history-insert"], ("insert",), segment=cr[k][3], char=None, token=pair.d,
+                      evidence={"inserted_at_message": cr[k][0], "stable_messages_after": len(cp) - k,
+                                "inserted": Excerpt.around(cr[k][2], 0, min(len(cr[k][2]), 40), 0)}, lost=gained, cost=cost)
+            return True
+        if "history-rewrite" in rules and len(cr) >= len(cp) and k + 1 < len(cp) \
+                and [x[1:3] for x in cr[k + 1:len(cp)]] == [y[1:3] for y in cp[k + 1:]] and cr[k][1] == cp[k][1]:
+            # one message changed in place, everything after it as it was
+            lost = max(0, pair.pp.n_tokens - pair.d)
+            gained, cost = self._report_lost(step, pair, lost)
+            self._add(step, rules["history-rewrite"], ("rewrite",), segment=cr[k][3], char=None, token=pair.d,
+                      evidence={"message": cr[k][0], "role": cr[k][1], "chars_before": len(cp[k][2]),
+                                "chars_after": len(cr[k][2])}, lost=gained, cost=cost)
+            return True
+        return False
+
+    def _replay(self, step: Step, prev: tuple[Request, Prompt, _Context | None] | None) -> None:
+        """The predecessor's answer as the model returned it (its logged response), sent back
+        otherwise in this request. An engine keeps the KV of what it generated (vLLM, SGLang,
+        llama.cpp), so the returned tokens from the first changed character on are computed
+        again; a provider caches prompts only, so there it costs nothing and is not reported."""
+        rule = self._structural.get("replay")
+        if rule is None or prev is None or step.context is None or step.rules.kind != "engine":
+            return
+        p = prev[0]
+        resp = p.response
+        if resp is None or not resp.parts:
+            return
+        cp, cr = _conversation(p), _conversation(step.request)
+        k = len(cp)
+        if len(cr) <= k or cr[k][1] != "assistant" or [x[1:3] for x in cr[:k]] != [y[1:3] for y in cp]:
+            return
+        returned = "\x00".join(x.text for x in resp.parts)
+        if cr[k][2] == returned:
+            return
+        f = _first_difference(cr[k][2], returned)
+        lost = len(step.context.memo.encode([returned[f:].replace("\x00", "")])[0]) // 4  # uint32 token bytes
+        if lost <= 0:
+            return
+        self._add(step, rule, ("replay",), segment=cr[k][3], char=f, token=None,
+                  evidence=Evidence({"returned": Excerpt.around(returned.replace("\x00", "⏎"), f, f + 1),
+                                     "replayed": Excerpt.around(cr[k][2].replace("\x00", "⏎"), f, f + 1),
+                                     "kind": _drift_kind(returned, cr[k][2])}, self.show),
+                  lost=lost, cost=self._value(step, lost), kind=_drift_kind(returned, cr[k][2]))
 
     def _texts(self, pair: Pair, part_r: Part, part_p: Part) -> Evidence:
         c = pair.c or 0
@@ -463,14 +714,18 @@ class Diagnoser:
             return False
         seg_r = pair.rp.segments[pair.i]
         seg_p = pair.pp.segments[pair.j]
+        if seg_r.path != seg_p.path and pair.j > 0 and pair.pp.segments[pair.j - 1].path == seg_r.path:
+            seg_p = pair.pp.segments[pair.j - 1]  # p's segment ended where r's goes on (lines added)
         if seg_r.path != seg_p.path:
             return False
         tr, tp, c = seg_r.text, seg_p.text, pair.c
         # a break on the whitespace just before a value counts: tokens carry their leading space
         while c < len(tr) and c < len(tp) and tr[c] == tp[c] and tr[c].isspace():
             c += 1
-        for rule, pats, numeric, min_lost in self._value_rules:
+        for rule, pats, numeric, min_lost, snapshot in self._value_rules:
             hit = self._match_value(pats, numeric, tr, tp, c)
+            if hit is None and snapshot:
+                hit = self._match_snapshot(pats, tr, tp, c)
             if hit is None:
                 continue
             start, end_r, end_p = hit
@@ -512,6 +767,27 @@ class Diagnoser:
                 if tr[s:e] == tp[sp:ep]:
                     continue
                 return s, e, ep
+        return None
+
+    @staticmethod
+    def _match_snapshot(pats: Sequence[tuple[re.Pattern[str], bool]], tr: str, tp: str, c: int
+                        ) -> tuple[int, int, int] | None:
+        """(start, end in r, end in p) of a snapshot line (a pattern match) in ``tr`` at the
+        break ``c`` (covering it, or starting on the line after it) where ``tp``'s side is a
+        snapshot line too, or ends there: lines of a listing added, removed or changed (a
+        ``git status``, a directory listing)."""
+        lo, hi = max(0, c - 200), min(len(tr), c + 200)
+        for pat, _ in pats:
+            for m in pat.finditer(tr, max(0, c - 80), hi):
+                ms, me = m.span()
+                if ms > c + 1 or me < c:
+                    continue
+                near = c >= len(tp) - 1 or any(mm.start() <= c + 1 and mm.end() >= c - 1
+                                               for mm in pat.finditer(tp, max(0, c - 200), min(len(tp), c + 200)))
+                if near:
+                    end_p = next((mm.end() for mm in pat.finditer(tp, max(0, ms - 1), min(len(tp), c + 200))), min(len(tp), c))
+                    return ms, me, end_p
+        del lo
         return None
 
     def _fallback(self, step: Step, pair: Pair) -> None:
@@ -567,82 +843,288 @@ class Diagnoser:
             if hit is None:
                 break
             run = common_prefix(ru, pu[(pos_p + hit[1]) * 4:], 4, (pos_r + hit[0]) * 4)
-            shared += run
+            shared += hit[1] + run  # with p's value in r, its tokens are shared too (counted as p's)
             pos_r += hit[0] + run
             pos_p += hit[1] + run
             if pos_r >= end_r or pos_r * 4 >= len(ru) or pos_p * 4 >= len(pu):
                 break
         return shared
 
-    # ------------------------------------------------------------------ breakpoints (pairs)
+    # ------------------------------------------------------------------ the rules gap
 
-    def _breakpoint_volatile(self, step: Step, pair: Pair) -> None:
-        """The only breakpoint sits on the block where the two calls part ways."""
-        rule = self._bp_volatile
-        if rule is None or step.rules.mode != "breakpoints":
-            return
-        seg_r = pair.rp.segments[pair.i]
-        seg_p = pair.pp.segments[pair.j]
-        if seg_r.breakpoint is None or seg_p.breakpoint is None or pair.i >= pair.tail:
-            return
-        earlier = [k for k in range(pair.i) if pair.rp.segments[k].breakpoint is not None]
-        start = pair.rp.seg_ends[pair.i - 1] if pair.i else 0
-        if not earlier and start >= step.rules.min_tokens:
-            gained = max(0, start - step.outcome.cached_tokens)
-            self._add(step, rule, (seg_r.path,), segment=seg_r.path, char=None, token=pair.d,
-                      evidence={"block": seg_r.path, "stable_tokens_before": start}, lost=gained,
-                      cost=self._money(step, step.outcome.cached_tokens, step.outcome.cached_tokens + gained))
+    def _rules_gap(self, step: Step, writer: tuple[Request, Prompt, _Context | None] | None,
+                   content: Candidate | None = None, cf: tuple[int, float | None] | None = None) -> None:
+        """Claim the request's whole rules gap (ideal read minus simulated read) for one cause:
+        the minimum, the TTL, eviction, granularity, a cache key, a breakpoint placement; what
+        none explains is ``unexplained``, with the simulation's miss reason.
 
-    def _breakpoint_moved(self, step: Step, pp: Prompt, rp: Prompt, d: int) -> None:
-        """The predecessor wrote an entry inside the shared prefix that this call cannot reach."""
-        rule = self._bp_moved
-        o = step.outcome
-        if rule is None or step.rules.mode != "breakpoints" or \
-                o.miss_reason not in ("lookback", "after_last_breakpoint", "no_breakpoint"):
-            return
-        p_bps = {pp.seg_ends[k] for k, s in enumerate(pp.segments) if s.breakpoint is not None}
-        r_bps = {rp.seg_ends[k] for k, s in enumerate(rp.segments) if s.breakpoint is not None}
-        lost_at = [pos for pos in p_bps if pos <= d and pos not in r_bps and pos > o.cached_tokens
-                   and pos >= step.rules.min_tokens]
-        if not lost_at:
-            return
-        pos = max(lost_at)
-        self._add(step, rule, ("moved",), segment=pp.segments[_segment_index(pp, pos - 1)].path, char=None, token=pos,
-                  evidence={"previous_breakpoint_token": pos}, lost=pos - o.cached_tokens,
-                  cost=self._money(step, o.cached_tokens, pos))
-
-    # ------------------------------------------------------------------ outcome-based causes
-
-    def _outcome_checks(self, step: Step, explained: bool) -> None:
+        Where a located content cause (``content``, sharing ``cf[0]`` tokens with a predecessor
+        that arrived at ``cf[1]``) made the request depend on an older request whose entry
+        expired, was evicted or sits under another key, while its own predecessor's is live,
+        the content cause also claims that part: undone, it would have been read from the
+        predecessor."""
         o, rules = step.outcome, step.rules
-        lost = max(0, o.shared_prefix_tokens - o.cached_tokens)
-        if o.miss_reason == "expired" and not explained:
-            for rule in self.by_kind.get("timing", ()):
-                if rule.options.get("check") == "expired":
-                    self._add(step, rule, (o.namespace,), segment=None, char=None, token=None,
-                              evidence={"ttl_seconds": rules.ttl_seconds, "namespace": o.namespace},
-                              lost=lost, cost=self._money(step, o.cached_tokens, o.shared_prefix_tokens),
-                              ttl=int(rules.ttl_seconds or 0))
-        if o.miss_reason == "below_min" and o.shared_prefix_tokens > 0 and not explained:
-            for rule in self.by_kind.get("length-threshold", ()):
-                self._add(step, rule, (o.namespace,), segment=None, char=None, token=None,
-                          evidence={"min_tokens": rules.min_tokens, "shared_tokens": o.shared_prefix_tokens,
-                                    "model": o.model or "-"},
-                          lost=0, cost=Decimal(0), min_tokens=rules.min_tokens, model=o.model or "-")
-        bp = self._bp
-        if "breakpoints_over_limit" in o.flags and "too-many" in bp:
+        gap = o.shared_prefix_tokens - o.cached_tokens
+        if content is not None and cf is not None and gap > 0 and o.miss_reason in ("expired", "evicted", "namespace"):
+            live = rules.ttl_seconds is None or step.request.arrival is None or cf[1] is None \
+                or step.request.arrival - cf[1] <= rules.ttl_seconds
+            if live and o.miss_reason != "evicted":
+                claim = min(o.shared_prefix_tokens, cf[0]) - o.cached_tokens
+                if claim > 0:
+                    self._buf.append(Candidate(content.rule, content.key, o.index, o.path, o.line, content.segment,
+                                               content.char_offset, content.token_index, content.evidence, claim,
+                                               self._money(step, o.cached_tokens, o.cached_tokens + claim),
+                                               content.values, "rules"))
+                    gap -= claim
+                    if gap <= 0:
+                        return
+                    o_cached = o.cached_tokens + claim
+                    cost = self._money(step, o_cached, o.shared_prefix_tokens)
+                    got = self._mechanics(step, writer, o.miss_reason)
+                    if got is not None:
+                        rule, key, segment, token, evidence, values = got
+                        self._add(step, rule, key, segment=segment, char=None, token=token, evidence=evidence,
+                                  lost=gap, cost=cost, gap="rules", **values)
+                        return
+        if "breakpoints_over_limit" in o.flags and "too-many" in self._bp:
             n = sum(1 for s in step.prompt.segments if s.breakpoint is not None)
-            self._add(step, bp["too-many"], ("too-many",), segment=None, char=None, token=None,
-                      evidence={"breakpoints": n, "limit": rules.max_breakpoints}, lost=0, cost=Decimal(0), breakpoints=n)
-        if o.miss_reason == "lookback" and "lookback" in bp:
-            self._add(step, bp["lookback"], ("lookback",), segment=None, char=None, token=None,
-                      evidence={"lookback_blocks": rules.lookback}, lost=lost,
-                      cost=self._money(step, o.cached_tokens, o.shared_prefix_tokens))
-        if rules.mode == "breakpoints" and "missing" in bp and step.prompt.segments \
-                and not any(s.breakpoint for s in step.prompt.segments) and o.shared_prefix_tokens >= rules.min_tokens:
-            self._add(step, bp["missing"], ("missing", o.namespace), segment=None, char=None, token=None,
-                      evidence={"shared_tokens": o.shared_prefix_tokens, "namespace": o.namespace}, lost=lost,
-                      cost=self._money(step, o.cached_tokens, o.shared_prefix_tokens))
+            self._add(step, self._bp["too-many"], ("too-many",), segment=None, char=None, token=None,
+                      evidence={"breakpoints": n, "limit": rules.max_breakpoints}, lost=0, cost=None, gap=None,
+                      breakpoints=n)
+        if gap <= 0:
+            return
+        cost = self._money(step, o.cached_tokens, o.shared_prefix_tokens)
+        reason = o.miss_reason
+        got = self._mechanics(step, writer, reason)
+        if got is None:
+            self._add(step, UNEXPLAINED, ("rules",), segment=None, char=None, token=None,
+                      evidence={"miss_reason": reason or "none", "ideal_tokens": o.shared_prefix_tokens,
+                                "simulated_tokens": o.cached_tokens}, lost=gap, cost=cost, gap="rules",
+                      reason=reason or "none")
+            return
+        rule, key, segment, token, evidence, values = got
+        self._add(step, rule, key, segment=segment, char=None, token=token, evidence=evidence, lost=gap, cost=cost,
+                  gap="rules", **values)
+
+    def _mechanics(self, step: Step, writer: tuple[Request, Prompt, _Context | None] | None, reason: str | None
+                   ) -> tuple[Rule, tuple[Any, ...], str | None, int | None, dict[str, Any], dict[str, Any]] | None:
+        """``(rule, key, segment, token, evidence, message values)`` of the mechanics cause of
+        a rules gap, or ``None``."""
+        o, rules, rp = step.outcome, step.rules, step.prompt
+        ns = o.namespace
+        if reason == "below_min":
+            rule = self._first("length-threshold", "check", "minimum") or self._first("length-threshold", "target", "prompt")
+            if rule is not None:
+                return rule, (ns,), None, None, {"min_tokens": rules.min_tokens, "shared_tokens": o.shared_prefix_tokens,
+                                                  "model": o.model or "-"}, \
+                    {"min_tokens": rules.min_tokens, "model": o.model or "-"}
+        if reason == "expired":
+            rule = self._first("timing", "check", "expired")
+            if rule is not None:
+                return rule, (ns,), None, None, {"ttl_seconds": rules.ttl_seconds, "namespace": ns}, \
+                    {"ttl": int(rules.ttl_seconds or 0)}
+        if reason == "evicted":
+            rule = self._first("capacity", "check", "single-slot" if rules.eviction == "slot" else "evicted")
+            if rule is not None:
+                return rule, (ns,), None, None, {"capacity_tokens": rules.capacity_tokens, "namespace": ns}, \
+                    {"capacity": f"{rules.capacity_tokens:,}" if rules.capacity_tokens else "-"}
+        if reason == "granularity":
+            rule = self._first("length-threshold", "check", "granularity")
+            if rule is not None:
+                return rule, (ns,), None, None, {"granularity_tokens": rules.granularity, "namespace": ns}, \
+                    {"granularity": rules.granularity}
+        if reason == "namespace":
+            rule = self._first("key-usage", "check", "unique")
+            if rule is not None:
+                return rule, (f"{o.provider}/{o.model or '-'}",), None, None, \
+                    {"cache_key": step.request.cache_key, "namespace": f"{o.provider}/{o.model or '-'}"}, {}
+        if rules.mode == "breakpoints" and rp.segments:
+            return self._breakpoint_cause(step, writer, reason)
+        return None
+
+    def _breakpoint_cause(self, step: Step, writer: tuple[Request, Prompt, _Context | None] | None,
+                          reason: str | None) -> tuple[Rule, tuple[Any, ...], str | None, int | None, dict[str, Any], dict[str, Any]] | None:
+        """Why a breakpoint cache reads less than the ideal one, from this request's breakpoints
+        and those of the request that wrote what it shares (``writer``)."""
+        o, rules, rp = step.outcome, step.rules, step.prompt
+        bp = self._bp
+        marks = [k for k, s in enumerate(rp.segments) if s.breakpoint is not None]
+        if not marks:
+            if "missing" in bp:
+                return bp["missing"], ("missing", o.namespace), None, None, \
+                    {"shared_tokens": o.shared_prefix_tokens, "namespace": o.namespace}, {}
+            return None
+        shared = o.shared_prefix_tokens
+        # the only breakpoint before the end of the shared prefix sits on a block that changed
+        i = _segment_index(rp, shared) if shared < rp.n_tokens else len(rp.segments) - 1
+        first = marks[0]
+        if "volatile-block" in bp and first == i and shared >= rules.min_tokens:
+            seg = rp.segments[i]
+            return bp["volatile-block"], (seg.path,), seg.path, shared, \
+                {"block": seg.path, "stable_tokens_before": shared}, {}
+        if writer is None:
+            return None
+        wp = writer[1]
+        w_ends = [wp.seg_ends[k] for k, s in enumerate(wp.segments) if s.breakpoint is not None]
+        r_ends = {rp.seg_ends[k] for k in marks}
+        if reason == "lookback" and "lookback" in bp:
+            # an entry the writer left inside the shared prefix is more blocks back than a read looks
+            return bp["lookback"], ("lookback",), None, None, {"lookback_blocks": rules.lookback}, {}
+        moved = [e for e in w_ends if o.cached_tokens < e <= shared and e not in r_ends and e >= rules.min_tokens]
+        if moved and "moved" in bp:
+            pos = max(moved)
+            seg = wp.segments[_segment_index(wp, pos - 1)].path
+            return bp["moved"], ("moved",), seg, pos, {"previous_breakpoint_token": pos}, {}
+        last_w = max(w_ends, default=0)
+        # where the writer's own content ends (before its generation prompt)
+        w_end = wp.seg_ends[-2] if len(wp.segments) >= 2 and wp.segments[-1].kind == "frame" else wp.seg_ends[-1]
+        if w_ends and last_w >= min(w_end, shared):
+            # only the chat framing after the writer's last block is shared past it
+            rule = self._first("length-threshold", "check", "granularity")
+            if rule is not None:
+                return rule, (o.namespace,), None, None, {"granularity_tokens": 0, "namespace": o.namespace}, {"granularity": 0}
+            return None
+        if last_w < shared:
+            # the shared prefix runs past the writer's last breakpoint: that tail was never written
+            n_w = len(w_ends)
+            if rules.max_breakpoints and n_w >= rules.max_breakpoints and "frozen" in bp:
+                seg = wp.segments[_segment_index(wp, last_w - 1)].path if last_w else None
+                return bp["frozen"], ("frozen",), seg, last_w, \
+                    {"breakpoints": n_w, "limit": rules.max_breakpoints, "last_breakpoint_token": last_w,
+                     "uncached_tail_tokens": shared - last_w}, {"breakpoints": n_w}
+            last_msg = [s for s in wp.segments if s.message is not None and s.message == wp.segments[-2].message] \
+                if len(wp.segments) >= 2 else []
+            if last_msg and all(s.kind in ("tool_result", "image", "document") for s in last_msg) \
+                    and not any(s.breakpoint for s in last_msg) and "tool-result" in bp:
+                path = last_msg[-1].path
+                return bp["tool-result"], ("tool-result",), path, last_w, \
+                    {"last_message": path, "blocks": len(last_msg), "last_breakpoint_token": last_w}, {}
+            if "tail" in bp:
+                seg = wp.segments[_segment_index(wp, last_w - 1)].path if last_w else None
+                return bp["tail"], ("tail",), seg, last_w, \
+                    {"last_breakpoint_token": last_w, "uncached_tail_tokens": shared - last_w}, {}
+        return None
+
+    def _latent(self, step: Step, prev: Request | None) -> None:
+        """Causes whose tokens another cause already claims, named so the fix list is whole
+        (no tokens of their own): a TTL passed since the previous request (when the minimum,
+        say, already stops every read), and breakpoints sent to a provider that caches
+        implicitly (Gemini; a proxy may turn them into an explicit cache of the marked head)."""
+        o, r, rules = step.outcome, step.request, step.rules
+        if prev is not None and r.arrival is not None and prev.arrival is not None and rules.ttl_seconds \
+                and r.arrival - prev.arrival > rules.ttl_seconds and o.miss_reason not in (None, "expired"):
+            rule = self._first("timing", "check", "expired")
+            if rule is not None:
+                self._add(step, rule, (o.namespace,), segment=None, char=None, token=None,
+                          evidence={"ttl_seconds": rules.ttl_seconds, "idle_seconds": round(r.arrival - prev.arrival, 1),
+                                    "claimed_by": o.miss_reason}, lost=0, cost=None, gap=None,
+                          ttl=int(rules.ttl_seconds))
+        if rules.mode == "prefix" and step.prompt.segments and rules.kind == "provider":
+            # clients mark the stable head (tools, system) or the newest messages: the first and
+            # last few segments, so the check costs the same whatever the history's length
+            segs, ends = step.prompt.segments, step.prompt.seg_ends
+            n = len(segs)
+            near = range(n) if n <= 16 else itertools.chain(range(8), range(n - 8, n))
+            marks = [(segs[k].path, ends[k]) for k in near if segs[k].breakpoint is not None]
+            rule = self._first("breakpoint", "check", "ignored")
+            if marks and rule is not None:
+                head = marks[0][1]
+                self._add(step, rule, (o.namespace,), segment=marks[0][0], char=None, token=head,
+                          evidence={"markers": ", ".join(m[0] for m in marks), "provider": o.provider,
+                                    "shared_past_first_marker_tokens": max(0, o.shared_prefix_tokens - head)},
+                          lost=0, cost=None, gap=None, provider=o.provider)
+
+    # ------------------------------------------------------------------ the reported gap
+
+    def _reported_gap(self, step: Step, prev: Request | None) -> None:
+        """Claim the request's reported gap (simulated read minus the cache read the log
+        reports) for the one explanation its evidence supports, else ``unexplained``."""
+        o, r = step.outcome, step.request
+        u = r.usage
+        if u is None:
+            return
+        gap = o.cached_tokens - u.cache_read_tokens
+        checks = {ru.options.get("check"): ru for ru in self.by_kind.get("reported-usage", ())}
+        if r.previous_response_id and "server-chain" in checks and u.input_tokens > o.prompt_tokens:
+            # the history is on the server: what the log cannot show, named whatever the gap
+            unseen = u.input_tokens - o.prompt_tokens
+            self._add(step, checks["server-chain"], (f"{o.provider}/{o.model or '-'}",), segment=None, char=None,
+                      token=None, evidence={"previous_response_id": r.previous_response_id,
+                                            "logged_prompt_tokens": o.prompt_tokens, "reported_input_tokens": u.input_tokens,
+                                            "reported_cached_tokens": u.cache_read_tokens,
+                                            "server_side_tokens": unseen},
+                      lost=max(0, gap), cost=None, gap="reported" if gap > 0 else None, unseen=f"{unseen:,}")
+            if gap > 0:
+                return
+        if gap <= 0:
+            return
+        rates = self._rates(step)
+        cost = None
+        if rates is not None:
+            bw = step.rules.bills_writes
+            cost = rates.cost(o.prompt_tokens, u.cache_read_tokens, 0, 0, bw) - rates.cost(o.prompt_tokens, o.cached_tokens, 0, 0, bw)
+        got = self._reported_cause(step, prev)
+        if got is None:
+            self._add(step, UNEXPLAINED, ("reported",), segment=None, char=None, token=None,
+                      evidence={"simulated_tokens": o.cached_tokens, "reported_tokens": u.cache_read_tokens,
+                                "reported_input_tokens": u.input_tokens}, lost=gap, cost=cost, gap="reported",
+                      reason="reported below simulated")
+            return
+        rule, key, evidence, values = got
+        self._add(step, rule, key, segment=None, char=None, token=None, evidence=evidence, lost=gap, cost=cost,
+                  gap="reported", **values)
+
+    def _reported_cause(self, step: Step, prev: Request | None
+                        ) -> tuple[Rule, tuple[Any, ...], dict[str, Any], dict[str, Any]] | None:
+        r, o = step.request, step.outcome
+        checks = {ru.options.get("check"): ru for ru in self.by_kind.get("reported-usage", ())}
+        ns = f"{o.provider}/{o.model or '-'}"
+        if prev is None:
+            return None
+        up_r = r.response.upstream if r.response is not None else None
+        up_p = prev.response.upstream if prev.response is not None else None
+        if up_r and up_p and up_r != up_p and "routing" in checks:
+            return checks["routing"], (ns,), {"before": up_p, "after": up_r}, {"before": up_p, "after": up_r}
+        for rule in (checks.get("parameter"), checks.get("reasoning")):
+            if rule is None:
+                continue
+            names = rule.options.get("params") or ()
+            changed = [k for k in names if r.params.get(k) != prev.params.get(k)]
+            if changed:
+                k = changed[0]
+                return rule, (k,), {"param": k, "before": json.dumps(prev.params.get(k)), "after": json.dumps(r.params.get(k))}, \
+                    {"param": k}
+        if "affinity" in checks:
+            for name in sorted(set(r.affinity) | ({"cache_key"} if r.cache_key else set())):
+                now = r.cache_key if name == "cache_key" else r.affinity.get(name)
+                before = prev.cache_key if name == "cache_key" else prev.affinity.get(name)
+                if now is not None and before is not None and now != before:
+                    return checks["affinity"], (ns, name), {"identifier": name, "before": before, "after": now}, \
+                        {"identifier": name}
+        if "ttl" in checks and r.arrival is not None and prev.arrival is not None:
+            idle = r.arrival - prev.arrival
+            low = float(checks["ttl"].options.get(f"min_ttl_{o.provider}", checks["ttl"].options.get("min_ttl_seconds", 300)))
+            if idle > low:
+                return checks["ttl"], (ns,), {"idle_seconds": round(idle, 1), "documented_min_ttl_seconds": low}, \
+                    {"idle": int(idle), "min_ttl": int(low)}
+        if "no-key" in checks and step.rules.kind == "provider" and r.cache_key is None and not r.affinity \
+                and not r.session:
+            # nothing tells the provider which cache machine holds the prefix
+            return checks["no-key"], (ns,), {"cache_key": None, "reported_cached_tokens": r.usage.cache_read_tokens if r.usage else None,
+                                             "simulated_tokens": o.cached_tokens}, {}
+        return None
+
+    def _show_verdict(self, cands: Sequence[Candidate], verdict: Any) -> None:
+        """Put the provider's own cache verdict beside each cause located for the request."""
+        text = f"{verdict.source}: {verdict.kind}" + (f" ({verdict.reason})" if verdict.reason else "") + \
+            (f", {verdict.missed_tokens:,} tokens missed" if verdict.missed_tokens is not None else "")
+        for c in cands:
+            if isinstance(c.evidence, Evidence):
+                c.evidence.items["provider_verdict"] = text
+            else:
+                c.evidence = {**c.evidence, "provider_verdict": text}
+
+    # ------------------------------------------------------------------ cache keys
 
     def _keys(self, step: Step, ideal_ns: str) -> None:
         r = step.request
@@ -650,6 +1132,16 @@ class Diagnoser:
             return
         per = self.keys.setdefault(ideal_ns, {})
         per[r.cache_key] = per.get(r.cache_key, 0) + 1
+        head = self._head(r)
+        first_msg = head[0] if head else ""
+        use = self.key_use.get((ideal_ns, r.cache_key))
+        if use is None:
+            o = step.outcome
+            use = self.key_use[(ideal_ns, r.cache_key)] = [set(), [], (o.index, o.path, o.line)]
+        if len(use[0]) < 64:
+            use[0].add(hash(first_msg))
+        if r.arrival is not None and len(use[1]) < 4096:
+            use[1].append(r.arrival)
         if r.arrival is not None and step.prompt.units:
             head = hashlib.blake2b(step.prompt.units[:256 * step.prompt.width], digest_size=8).digest()
             win = self.key_windows.setdefault((ideal_ns, r.cache_key, head), [])
@@ -659,35 +1151,53 @@ class Diagnoser:
             for rule in self.by_kind.get("key-usage", ()):
                 if rule.options.get("check") == "overflow" and len(win) > int(rule.options.get("rpm_limit", 15)):
                     self.overflow.setdefault((ideal_ns, r.cache_key), []).append(step.outcome.index)
-                    o = step.outcome
                     self._add(step, rule, (ideal_ns, r.cache_key), segment=None, char=None, token=None,
                               evidence={"cache_key": r.cache_key, "requests_per_minute": len(win)},
-                              lost=0, cost=Decimal(0), rpm=len(win), limit=int(rule.options.get("rpm_limit", 15)))
-        if step.outcome.miss_reason == "namespace":
-            o = step.outcome
-            for rule in self.by_kind.get("key-usage", ()):
-                if rule.options.get("check") == "unique":
-                    self._add(step, rule, (ideal_ns,), segment=None, char=None, token=None,
-                              evidence={"cache_key": r.cache_key, "namespace": ideal_ns},
-                              lost=o.shared_prefix_tokens - o.cached_tokens,
-                              cost=self._money(step, o.cached_tokens, o.shared_prefix_tokens))
+                              lost=0, cost=None, gap=None, rpm=len(win), limit=int(rule.options.get("rpm_limit", 15)))
+
+    def _finish_shared_keys(self) -> None:
+        """A key carried by several conversations at a rate above what one cache machine serves
+        (OpenAI: about 15 requests per minute per prefix and key): overflow requests route to
+        machines without the conversation's history. The rate is the busiest window of
+        ``rpm_limit`` + 1 requests, extrapolated to a minute."""
+        rule = self._first("key-usage", "check", "shared")
+        if rule is None:
+            return
+        limit = int(rule.options.get("rpm_limit", 15))
+        least = int(rule.options.get("min_conversations", 3))
+        for (ns, key), (convs, times, (index, path, line)) in self.key_use.items():
+            if len(convs) < least or len(times) < 2:
+                continue
+            times.sort()
+            w = min(limit + 1, len(times))
+            span = min(times[i + w - 1] - times[i] for i in range(len(times) - w + 1))
+            rpm = (w - 1) / span * 60 if span > 0 else float("inf")
+            if rpm <= limit:
+                continue
+            shown = "over" if rpm == float("inf") else f"{rpm:.0f}"
+            self.cands.append(Candidate(rule, (ns, key), index, path, line, None, None, None,
+                                        {"cache_key": key, "conversations": len(convs), "requests_per_minute": shown,
+                                         "limit": limit}, 0, None,
+                                        {"conversations": len(convs), "rpm": shown, "limit": limit}, None))
 
     def _finish_keys(self) -> None:
-        """Keep ``unique key`` findings only where keys are nearly one per request."""
-        drop: set[str] = set()
-        for rule in self.by_kind.get("key-usage", ()):
-            if rule.options.get("check") != "unique":
+        """Name a cache key *unique* only where keys are nearly one per request; elsewhere the
+        same tokens go to the key that splits traffic sharing a prefix (``check: split``), so the
+        accounting keeps them."""
+        unique = self._first("key-usage", "check", "unique")
+        split = self._first("key-usage", "check", "split")
+        if unique is None:
+            return
+        share = float(unique.options.get("unique_share", 0.5))
+        drop = {ns for ns, per in self.keys.items() if sum(per.values()) < 4 or len(per) / sum(per.values()) < share}
+        for c in self.cands:
+            if c.rule is not unique:
                 continue
-            share = float(rule.options.get("unique_share", 0.5))
-            for ns, per in self.keys.items():
-                total = sum(per.values())
-                if total < 4 or len(per) / total < share:
-                    drop.add(ns)
-            self.cands = [c for c in self.cands if not (c.rule is rule and c.key[0] in drop)]
-            for c in self.cands:
-                if c.rule is rule:
-                    per = self.keys[c.key[0]]
-                    c.values.update(keys=len(per), total=sum(per.values()))
+            per = self.keys.get(c.key[0], {})
+            c.values.update(keys=len(per), total=sum(per.values()))
+            if c.key[0] in drop or not per:
+                c.rule = split if split is not None else UNEXPLAINED
+                c.values["reason"] = "namespace"
 
     def _shadow_1h(self, step: Step) -> None:
         """Re-simulate breakpoint namespaces with every breakpoint at the 1-hour TTL."""

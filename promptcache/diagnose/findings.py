@@ -15,7 +15,8 @@ from .rules import RANK, Rule
 
 #: What kind of cause a check kind reports: only ``content`` causes are visible in the prompt text.
 CAUSE = {"value-pattern": "content", "structural-diff": "content", "parameter-diff": "parameter",
-         "length-threshold": "length", "timing": "timing", "key-usage": "cache key", "breakpoint": "breakpoint"}
+         "length-threshold": "length", "timing": "timing", "key-usage": "cache key", "breakpoint": "breakpoint",
+         "reported-usage": "reported usage", "engine": "engine", "accounting": "unexplained"}
 
 
 @dataclass(slots=True)
@@ -35,6 +36,9 @@ class Candidate:
         tokens_lost: tokens the request could have read from the cache without the cause.
         cost_lost: money those tokens cost under the simulated rules, or ``None``.
         values: extra placeholders for the rule's message.
+        gap: the accounting gap its tokens belong to (``content``, ``rules``, ``reported``:
+            :mod:`.accounting`), or ``None`` for a finding that claims no lost tokens (a what-if
+            saving, a rate warning).
     """
 
     rule: Rule
@@ -49,6 +53,7 @@ class Candidate:
     tokens_lost: int
     cost_lost: Decimal | None
     values: dict[str, Any] = field(default_factory=dict)
+    gap: str | None = None
 
 
 @dataclass
@@ -107,6 +112,8 @@ def aggregate(cands: list[Candidate]) -> list[Finding]:
     """Group candidates by (rule, key) and rank by money lost, then tokens lost, then severity."""
     groups: dict[tuple[str, tuple[Any, ...]], list[Candidate]] = {}
     for c in cands:
+        if c.rule.kind == "accounting" or c.rule.options.get("accounting_only"):
+            continue  # unexplained tokens, or a loss by design: rows of the accounting, not causes to fix
         groups.setdefault((c.rule.id, c.key), []).append(c)
     out: list[Finding] = []
     for (_, _), cs in groups.items():
@@ -121,10 +128,13 @@ def aggregate(cands: list[Candidate]) -> list[Finding]:
         tokens = sum(c.tokens_lost for c in cs)
         priced = [c.cost_lost for c in cs if c.cost_lost is not None]
         cost = sum(priced, Decimal(0)) if priced else None
-        values = {"requests": len(cs), "tokens_lost": f"{tokens:,}", "segment": first.segment,
+        if tokens == 0 and all(c.gap is not None for c in cs):
+            cost = None  # lost nothing: not listed as costing money
+        n = len({c.index for c in cs})  # a request may lose tokens in two gaps to one cause
+        values = {"requests": n, "tokens_lost": f"{tokens:,}", "segment": first.segment,
                   **{k: v for k, v in evidence.items() if isinstance(v, (str, int, float))}, **first.values}
         out.append(Finding(first.rule, first.rule.format(**values), first.path, first.line, first.segment,
-                           first.char_offset, first.token_index, evidence, len(cs), tokens, cost, first.index))
+                           first.char_offset, first.token_index, evidence, n, tokens, cost, first.index))
     out.sort(key=lambda f: (f.cost_usd_lost if f.cost_usd_lost is not None else Decimal(-1), f.tokens_lost,
-                            RANK[f.severity]), reverse=True)
+                            RANK[f.severity], -f.first_request), reverse=True)
     return out

@@ -18,12 +18,14 @@ from typing import Any
 from ..datafiles import RULES_DIR, read_mapping
 from ..errors import ConfigError
 
-#: The closed set of check kinds a rule may use. ``template`` rules (template syntax, suppression
+#: The closed set of check kinds a rule may use (``capacity``: a cache that evicted what it held;
+#: ``reported-usage``: causes only the log's reported usage shows, checked where it reports fewer
+#: cached tokens than the simulation). ``template`` rules (template syntax, suppression
 #: bookkeeping, static prefix length, the prefix lockfile) are checked by ``promptcache lint`` only
 #: (:mod:`promptcache.lint.checks`, chosen by ``options.check``); the traffic diagnosis ignores
 #: them, as it ignores any kind it does not handle.
 KINDS = ("value-pattern", "structural-diff", "parameter-diff", "length-threshold", "timing", "key-usage",
-         "breakpoint", "template")
+         "breakpoint", "capacity", "reported-usage", "template")
 SEVERITIES = ("info", "warning", "error")
 RANK = {s: i for i, s in enumerate(SEVERITIES)}
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Callable, Iterator
 
 from ..errors import BadRecord, InputError
-from ..model import Request, Source, Usage
+from ..model import Request, Response, Source, Usage
 from .bodies import BODY_APIS, base_fields, body_format, default_id, parse_body
 from .common import MAPPING, Skipped, provider_for_model, unwrap
 from .fields import ID_KEYS, first
@@ -176,6 +176,25 @@ def _body_parser(fmt: str) -> Parser:
         base["provider"] = base["provider"] or default_provider
         if fmt == "gemini" and wrapper.get("key") is not None and first((wrapper, body), ID_KEYS) is None:
             base["id"] = str(wrapper["key"])  # Gemini Batch API lines: {"key", "request"}
+        if fmt in ("openai-chat", "openai-responses"):
+            # (issue 17, the smallest change for diagnosis until the per-producer readers fill
+            # these: the routing identifiers, the server-side chain and a chat response's turn)
+            base["affinity"] = {k: str(body[k]) for k in ("user", "safety_identifier") if body.get(k) is not None}
+            prev = body.get("previous_response_id")
+            base["previous_response_id"] = str(prev) if prev is not None else None
+            if isinstance(resp, MAPPING) and resp is not rec:
+                ch = resp.get("choices")
+                msg = ch[0].get("message") if isinstance(ch, list) and ch and isinstance(ch[0], MAPPING) else None
+                turn: tuple = ()
+                if isinstance(msg, MAPPING) and fmt == "openai-chat":
+                    from .openai import _chat_message
+                    try:
+                        turn = tuple(_chat_message(len(body.get("messages") or ()), msg))
+                    except BadRecord:
+                        turn = ()
+                up = resp.get("provider")
+                base["response"] = Response(id=str(resp["id"]) if resp.get("id") is not None else None,
+                                            upstream=str(up) if isinstance(up, str) else None, parts=turn)
         return Request(format=fmt, api=api, parts=b.parts, params=b.params, cache_key=b.cache_key,
                        cache_retention=b.retention, **base)
 

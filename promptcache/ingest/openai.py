@@ -22,6 +22,7 @@ ROLE_KIND = {
 PARAM_KEYS = (
     "tool_choice", "parallel_tool_calls", "response_format", "reasoning_effort", "reasoning",
     "text", "verbosity", "modalities", "previous_response_id", "prompt_cache_options",
+    "chat_template_kwargs",  # self-hosted engines render it into the prompt (vLLM, SGLang, llama.cpp)
 )
 
 

@@ -82,6 +82,7 @@ def audit_record(res: AuditResult, *, include_requests: bool = True, detail: boo
                           "lost_usd": money(p.lost_usd)} for p in res.top_prefixes],
         "warnings": res.warnings,
         "findings": [f.to_record() if hasattr(f, "to_record") else f for f in res.findings],
+        "accounting": res.accounting.to_record() if res.accounting is not None else None,
     }
     costs = None
     if detail:

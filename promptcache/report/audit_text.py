@@ -114,15 +114,53 @@ def render_audit(res: AuditResult, console: Console, *, top: int = 10) -> None:
         console.print(f"[yellow]warning:[/] {w}")
 
 
+SHORT = {"content": "prompt changes", "rules": "cache rules", "reported": "reported usage"}
+
+
+def render_accounting(res: AuditResult, console: Console) -> None:
+    """Print where every lost token goes: per gap (prompt changes, cache rules, reported usage),
+    each cause's tokens, money, requests and first log line, ``unexplained`` with its evidence."""
+    acc = res.accounting
+    if acc is None or not acc.total_tokens:
+        return
+    t = Table(title="Where the lost tokens go (each token to one cause; the rows add up to each gap)",
+              title_justify="left",
+              caption="prompt changes: what each request's predecessor would have served without the change; cache "
+                      "rules: what an ideal cache serves and the simulated rules do not; reported usage: what the "
+                      "simulation serves and the log reports as uncached", caption_justify="left")
+    for col, j in (("Gap", "left"), ("Cause", "left"), ("Tokens", "right"), ("Money", "right"),
+                   ("Requests", "right"), ("First", "left")):
+        t.add_column(col, justify=j)  # type: ignore[arg-type]
+    for gap in ("content", "rules", "reported"):
+        rows = [r for r in acc.rows if r.gap == gap]
+        if not rows:
+            continue
+        t.add_row(Text(SHORT[gap], style="bold"), "", f"{acc.gaps[gap]:,}", usd(acc.cost[gap]), "", "")
+        for r in rows:
+            cause = r.rule
+            if r.evidence.get("miss_reasons"):
+                cause += " (" + ", ".join(f"{miss_reason(k)}: {v}" for k, v in r.evidence["miss_reasons"].items()) + ")"
+            t.add_row("", Text(cause, style="yellow" if r.rule == "unexplained" else ""), f"{r.tokens:,}",
+                      usd(r.cost_usd), f"{r.requests:,}", f"{Path(r.path).name}:{r.line}")
+    console.print(t)
+
+
 def render_findings(res: AuditResult, console: Console, *, limit: int = 20) -> None:
-    """Print the findings, ranked by money lost, each with where, what, how much and the fix."""
+    """Print the findings, ranked by money lost, each with where, what, how much and the fix,
+    then the loss accounting."""
+    acc = res.accounting
     if not res.findings:
-        console.print("[green]No cache-breaking causes found.[/]")
+        if acc is not None and acc.total_tokens:
+            console.print(f"[yellow]No rule names a cause for {acc.total_tokens:,} lost tokens: see the "
+                          "accounting below for the evidence there is.[/]")
+            render_accounting(res, console)
+        else:
+            console.print("[green]No cache-breaking causes found.[/]")
         return
     console.print(Text("What breaks the cache (ranked by money lost under the simulated rules)", style="bold"))
-    console.print("[dim]Each loss is against the same traffic without that cause. A cause that also breaks the "
-                  "ideal cache (a value that changes on every request) costs more than the gap to the ideal "
-                  "above.[/]")
+    console.print("[dim]Each token lost goes to one cause: a change in the prompt (what the request's predecessor "
+                  "would have served without it), a cache rule (what an ideal cache serves and the simulated rules "
+                  "do not), or the reported usage (what the simulation serves and the log reports as uncached).[/]")
     colour = {"error": "red", "warning": "yellow", "info": "cyan"}
     for k, f in enumerate(res.findings[:limit], 1):
         where = f"{Path(f.path).name}:{f.line}"
@@ -138,7 +176,13 @@ def render_findings(res: AuditResult, console: Console, *, limit: int = 20) -> N
         for side in ("before", "after"):
             if side in f.evidence:
                 console.print(f"    {side + ':':7} {f.evidence[side]}", highlight=False, markup=False)
-        console.print(f"    lost: {counted(f.tokens_lost, 'token')}, {usd(f.cost_usd_lost)} over {counted(f.requests, 'request')}")
+        if "provider_verdict" in f.evidence:
+            console.print(f"    provider says: {f.evidence['provider_verdict']}", highlight=False, markup=False)
+        if f.tokens_lost or f.cost_usd_lost:
+            console.print(f"    lost: {counted(f.tokens_lost, 'token')}, {usd(f.cost_usd_lost)} over {counted(f.requests, 'request')}")
+        else:
+            console.print(f"    lost: no tokens of its own ({counted(f.requests, 'request')}): another cause claims them, or none are lost")
         console.print(f"    fix: {f.rule.fix.get('description')} [dim]({f.rule.fix.get('safety')})[/]")
     if len(res.findings) > limit:
         console.print(f"[dim]… {len(res.findings) - limit} more in --format json[/]")
+    render_accounting(res, console)

@@ -36,6 +36,9 @@ def md(v: Any, width: int | None = None) -> str:
     return s.replace("@", "@\u200b")
 
 
+GAPS = {"content": "prompt changes", "rules": "cache rules", "reported": "reported usage"}
+
+
 def render_markdown(rec: dict[str, Any], proposals: Sequence[dict[str, Any]] | None = None, *,
                     after: dict[str, Any] | None = None, findings: int = 5) -> str:
     """The summary: scenarios, savings, the top findings with location and fix, proposals.
@@ -90,8 +93,25 @@ def render_markdown(rec: dict[str, Any], proposals: Sequence[dict[str, Any]] | N
                        f"{where} | {lost} | {md(f['fix']['description'], 160)} |")
         if len(fs) > findings:
             out.append(f"\n… {len(fs) - findings} more in the full report.")
-    else:
-        out.append("No cache-breaking causes found.")
+    acc = rec.get("accounting")
+    total = sum(g["tokens"] for g in acc["gaps"].values()) if acc else 0
+    if not fs:
+        out.append(f"No rule names a cause for {total:,} lost tokens: see the accounting below." if total
+                   else "No cache-breaking causes found.")
+    if total:
+        out += ["", "#### Where the lost tokens go", "", "| gap | cause | tokens | money | requests | first |",
+                "|---|---|--:|--:|--:|---|"]
+        for gap in ("content", "rules", "reported"):
+            g = acc["gaps"][gap]
+            if not g["tokens"]:
+                continue
+            out.append(f"| **{GAPS[gap]}** | | **{g['tokens']:,}** | **{usd(g['cost_usd'])}** | | |")
+            for r in (x for x in acc["rows"] if x["gap"] == gap):
+                cause = md(r["cause"])
+                if r.get("evidence", {}).get("miss_reasons"):
+                    cause += " (" + ", ".join(f"{md(k)}: {v}" for k, v in r["evidence"]["miss_reasons"].items()) + ")"
+                out.append(f"| | {cause} | {r['tokens']:,} | {usd(r['cost_usd'])} | {r['requests']:,} | "
+                           f"{md(Path(r['first']['path']).name)}:{r['first']['line']} |")
     if proposals is not None:
         out += ["", "#### Proposals", ""]
         if not proposals:

@@ -17,6 +17,7 @@ from ..model import Divergence, Segment, Usage
 from ..prefix.tree import PrefixTree
 from .boundaries import BoundarySim
 from .rules import CacheRules
+from .slots import SlotSim
 
 
 @dataclass(slots=True)
@@ -251,12 +252,14 @@ class Simulator:
 
     def __init__(self) -> None:
         self.ideal: dict[tuple[str, str | None], IdealCache] = {}
-        self.sims: dict[str, PrefixSim | BoundarySim] = {}
+        self.sims: dict[str, PrefixSim | BoundarySim | SlotSim] = {}
         self._steps = 0
 
     def sweep(self, now: float) -> None:
         """Drop expired entries in every namespace, and namespaces left empty."""
         for ns, sim in list(self.sims.items()):
+            if isinstance(sim, SlotSim):
+                continue
             if isinstance(sim, PrefixSim):
                 if sim.tree.ttl is None:
                     continue
@@ -280,10 +283,16 @@ class Simulator:
             self.sweep(now)
         sim = self.sims.get(namespace)
         if sim is None:
-            sim = PrefixSim(rules, prompt.width, prompt.unit_tokens) if rules.mode == "prefix" else BoundarySim(rules)
+            if rules.mode == "slots":
+                sim = SlotSim(rules, prompt.width, prompt.unit_tokens)
+            else:
+                sim = PrefixSim(rules, prompt.width, prompt.unit_tokens) if rules.mode == "prefix" else BoundarySim(rules)
             self.sims[namespace] = sim
         flags: tuple[str, ...] = ()
-        if isinstance(sim, PrefixSim):
+        if isinstance(sim, SlotSim):
+            cached, write, write_1h, live, _ = sim.step(prompt, now)
+            reason, expired = None, False
+        elif isinstance(sim, PrefixSim):
             cached, write, write_1h, live, expired = sim.step(prompt, now)
             reason = None
         else:
@@ -296,7 +305,9 @@ class Simulator:
         lcp_units, _, other = ideal.tree.access(prompt.units, len(prompt.units) // prompt.width, None, ref,
                                                 cached // prompt.unit_tokens)
         shared = prompt.tokens_of(lcp_units)
-        if reason is None:
+        if isinstance(sim, SlotSim):
+            reason = None if cached >= shared else ("evicted" if live < shared else "granularity")
+        elif reason is None:
             reason = miss_reason(rules, cached=cached, shared=shared, live=live, expired=expired,
                                  keyed=namespace != "/".join(str(k) for k in ideal_key))
         elif cached >= shared:

@@ -20,13 +20,13 @@ from ..errors import ConfigError
 from ..render import FRAMINGS, SECTIONS, Layout
 
 __all__ = ["RULES_DIR", "MODES", "CacheRules", "ProviderFile", "load_providers", "provider", "parse_provider_file"]
-MODES = ("prefix", "boundaries", "breakpoints")
+MODES = ("prefix", "boundaries", "breakpoints", "slots")
 
 _FILE_KEYS = {"id", "name", "kind", "source", "checked", "notes", "render", "tokenizer", "namespace",
               "retention", "models", "min_tokens", "ttl_options"}
 _MODEL_KEYS = {"match", "mode", "min_tokens", "granularity", "block_size", "full_blocks_only", "max_hit_offset",
                "ttl_seconds", "refresh_on_hit", "eviction", "bills_writes", "source", "checked", "lookback",
-               "max_breakpoints", "max_writes"}
+               "max_breakpoints", "max_writes", "slots", "slot_similarity"}
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,8 @@ class CacheRules:
         kind: ``provider`` or ``engine``.
         mode: ``prefix`` (longest live prefix, floored to ``granularity``), ``breakpoints``
             (entries only at explicit breakpoints, with lookback: Anthropic) or ``boundaries``
-            (entries at message endings: OpenAI GPT-5.6+).
+            (entries at message endings: OpenAI GPT-5.6+) or ``slots`` (one cached prompt per
+            slot, reused by longest common prefix: llama.cpp server, Ollama).
         min_tokens: shortest cacheable prefix.
         granularity: hits are whole multiples of this (OpenAI 128; engines' block size).
         full_blocks_only: only whole ``granularity`` blocks are stored (vLLM).
@@ -51,6 +52,9 @@ class CacheRules:
         lookback: blocks (breakpoints) or message endings (boundaries) searched back.
         max_breakpoints: most breakpoints a request may carry.
         max_writes: most cache writes per request.
+        slots: cached prompts an engine keeps (``slots`` mode: llama.cpp, Ollama).
+        slot_similarity: least share of a prompt a slot must hold to be reused rather than the
+            least recently used slot (llama.cpp ``--slot-prompt-similarity``).
         source, checked: where the numbers come from and when they were checked.
     """
 
@@ -69,6 +73,8 @@ class CacheRules:
     lookback: int | None = None
     max_breakpoints: int | None = None
     max_writes: int | None = None
+    slots: int = 1
+    slot_similarity: float = 0.0
     source: str = ""
     checked: str = ""
 
@@ -81,6 +87,8 @@ class CacheRules:
             bits.append(f"{self.granularity}-token {'blocks' if self.full_blocks_only else 'steps'}")
         if self.mode == "breakpoints":
             bits.append(f"≤{self.max_breakpoints} breakpoints, {self.lookback}-block lookback")
+        if self.mode == "slots":
+            bits.append(f"{self.slots} slot{'s' if self.slots != 1 else ''}")
         bits.append(f"TTL {int(self.ttl_seconds)} s" if self.ttl_seconds else "no TTL")
         if self.capacity_tokens:
             bits.append(f"LRU {self.capacity_tokens:,} tokens")
@@ -131,6 +139,7 @@ class ProviderFile:
             ttl_seconds=spec.get("ttl_seconds"), refresh_on_hit=bool(spec.get("refresh_on_hit", True)),
             eviction=spec.get("eviction"), bills_writes=bool(spec.get("bills_writes", False)),
             lookback=spec.get("lookback"), max_breakpoints=spec.get("max_breakpoints"), max_writes=spec.get("max_writes"),
+            slots=int(spec.get("slots", 1)), slot_similarity=float(spec.get("slot_similarity", 0.0)),
             source=str(spec.get("source", self.source)), checked=str(spec.get("checked", self.checked)),
         )
         if retention and retention in self.retention:

@@ -1,0 +1,149 @@
+"""Loss accounting and the diagnosis that feeds it: every lost token goes to one cause, the
+reports show the table, the single-slot engine, the provider's own verdict beside the located
+cause, and causes only the reported usage shows."""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from promptcache.diagnose.accounting import UNEXPLAINED, build
+from promptcache.ingest import ReadOptions, read_requests
+from promptcache.ingest import InputStats
+from promptcache.model import CacheVerdict, Response
+from promptcache.pipeline import AuditOptions, Pipeline, audit, run
+from promptcache.report.audit_records import audit_record
+from promptcache.report.audit_text import render_findings
+from promptcache.report.html import render_html
+from promptcache.report.markdown import render_markdown
+from promptcache.simulate import Prompt, Simulator, RequestRef
+from promptcache.simulate.rules import load_providers
+from promptcache.simulate.slots import SlotSim
+
+from conftest import units
+
+FILLER = "Refunds go to the original payment method within five business days. " * 120
+
+
+def _chat(t: float, msgs: list, **extra) -> dict:
+    return {"timestamp": t, "request": {"model": "gpt-4o", "prompt_cache_key": "conv-1", "messages": msgs}, **extra}
+
+
+def _text(res) -> str:
+    buf = io.StringIO()
+    render_findings(res, Console(file=buf, width=200, color_system=None))
+    return buf.getvalue()
+
+
+# ------------------------------------------------------------------ the table and the reports
+
+def test_unexplained_reported_loss_is_a_row_and_no_report_says_no_causes(tmp_log):
+    """The simulation serves what the log reports as uncached, with nothing to explain it (a
+    stable key, no pause, the same parameters): an unexplained row of exactly those tokens, and
+    every format says so."""
+    sys = {"role": "system", "content": FILLER}
+    usage = lambda cached: {"usage": {"prompt_tokens": 1400, "completion_tokens": 5,
+                                      "prompt_tokens_details": {"cached_tokens": cached}}}
+    recs = [_chat(0, [sys, {"role": "user", "content": "Hi"}], response={"id": "a", **usage(0)}),
+            _chat(5, [sys, {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."},
+                      {"role": "user", "content": "More"}], response={"id": "b", **usage(0)})]
+    res = audit([tmp_log(recs)], AuditOptions())
+    sim = res.outcomes[1].cached_tokens
+    assert sim > 0 and res.outcomes[1].usage.cache_read_tokens == 0
+    acc = res.accounting
+    assert acc.gaps["reported"] == sim
+    (row,) = [r for r in acc.rows if r.gap == "reported"]
+    assert (row.rule, row.tokens, row.requests, row.line) == (UNEXPLAINED.id, sim, 1, 2)
+    assert row.evidence == {"miss_reasons": {"reported below simulated": 1}}
+    assert not [f for f in res.findings if f.tokens_lost]  # no rule claims it
+    text = _text(res)
+    assert "No cache-breaking causes found" not in text and "unexplained" in text
+    rec = audit_record(res, detail=True)
+    assert rec["accounting"]["gaps"]["reported"]["tokens"] == sim
+    assert sum(r["tokens"] for r in rec["accounting"]["rows"] if r["gap"] == "reported") == sim
+    json.dumps(rec)  # serialisable
+    md = render_markdown(rec)
+    assert "Where the lost tokens go" in md and "No cache-breaking causes found" not in md
+    html = render_html(rec)
+    assert 'id="accounting"' in html and "No cache-breaking causes found" not in html
+
+
+def test_a_log_without_losses_says_no_causes_and_has_no_rows(tmp_log):
+    recs = [_chat(0, [{"role": "system", "content": "You are Helper."}, {"role": "user", "content": "Hi"}])]
+    res = audit([tmp_log(recs)], AuditOptions(cache_model="sglang"))
+    assert res.accounting.total_tokens == 0 and res.accounting.rows == []
+    assert "No cache-breaking causes found" in _text(res)
+
+
+def test_build_groups_by_gap_and_cause():
+    from promptcache.diagnose.findings import Candidate
+    from promptcache.diagnose.rules import resolve
+
+    ttl = resolve("ttl-expired")
+    c = lambda rule, gap, idx, n, reason=None: Candidate(rule, ("k",), idx, "log", idx + 1, None, None, None, {}, n, None,
+                                                         {"reason": reason} if reason else {}, gap)
+    acc = build([c(ttl, "rules", 1, 10), c(ttl, "rules", 3, 5), c(UNEXPLAINED, "rules", 2, 7, "evicted"),
+                 c(ttl, None, 4, 0)])
+    assert acc.gaps == {"content": 0, "rules": 22, "reported": 0}
+    assert [(r.rule, r.tokens, r.requests, r.line) for r in acc.rows] == [("ttl-expired", 15, 2, 2), ("unexplained", 7, 1, 3)]
+    assert acc.rows[1].evidence == {"miss_reasons": {"evicted": 1}}
+
+
+# ------------------------------------------------------------------ the provider's own verdict
+
+def test_the_provider_verdict_is_shown_beside_the_located_cause(tmp_log):
+    """Requests built here (the readers fill Response.verdict later): the Anthropic verdict of
+    the second request appears in the evidence of the cause located for it."""
+    sys_a = "Session 1b4e28ba-2fa1-41d2-883f-0016d3cca427. " + FILLER
+    sys_b = "Session 6fa459ea-ee8a-4ca4-894e-db77e160355e. " + FILLER
+    path = tmp_log([{"timestamp": 0, "model": "gpt-4o", "messages": [{"role": "system", "content": s},
+                                                                    {"role": "user", "content": "Hi"}]}
+                    for s in (sys_a, sys_b)])
+    st = InputStats(str(path))
+    reqs = list(read_requests(path, st, ReadOptions()))
+    verdict = CacheVerdict("anthropic", "cache_miss", "system_changed", missed_tokens=812)
+    reqs[1] = replace(reqs[1], response=Response(id="msg_2", verdict=verdict))
+    res = run(Pipeline.from_requests(reqs, AuditOptions()))
+    f = next(f for f in res.findings if f.rule.id == "uuid-in-prefix")
+    assert f.evidence["provider_verdict"] == "anthropic: cache_miss (system_changed), 812 tokens missed"
+    assert "provider says: anthropic: cache_miss (system_changed)" in _text(res)
+
+
+# ------------------------------------------------------------------ the single-slot engine
+
+def _p(ids: list[int]) -> Prompt:
+    return Prompt(units(ids), 4, 1, len(ids))
+
+
+def test_one_slot_alternating_conversations_evict_each_other():
+    rules = load_providers()["llamacpp"].rules_for("llama3.1:8b")
+    assert (rules.mode, rules.slots, rules.max_hit_offset) == ("slots", 1, 1)
+    a, b = list(range(100)), list(range(1000, 1100))
+    sim = SlotSim(rules, 4, 1)
+    assert sim.step(_p(a), 0)[0] == 0
+    assert sim.step(_p(a + [7, 8]), 1)[0] == 100          # extends the slot: all 100 reused
+    assert sim.step(_p(b), 2)[0] == 0                     # another conversation takes the slot
+    assert sim.step(_p(a + [7, 8, 9]), 3)[0] == 0         # ... so the first one is gone
+    assert sim.step(_p(a + [7, 8, 9]), 4)[0] == 102       # identical: one token evaluated anyway
+    two = SlotSim(replace(rules, slots=2), 4, 1)
+    two.step(_p(a), 0), two.step(_p(b), 1)
+    assert two.step(_p(a + [7]), 2)[0] == 100             # two slots: each conversation keeps its own
+
+
+def test_slot_eviction_is_named_with_its_tokens(tmp_log):
+    agent = [{"role": "system", "content": "Agent. " + FILLER}, {"role": "user", "content": "Task one."}]
+    title = [{"role": "system", "content": "Write a title."}, {"role": "user", "content": "Task one."}]
+    recs = [{"timestamp": 0, "model": "m", "messages": agent}, {"timestamp": 5, "model": "m", "messages": title},
+            {"timestamp": 9, "model": "m", "messages": agent + [{"role": "assistant", "content": "Done."},
+                                                                 {"role": "user", "content": "Next."}]}]
+    res = audit([tmp_log(recs)], AuditOptions(cache_model="llamacpp"))
+    third = res.outcomes[2]
+    # the slot holds the title request: only the system header's framing is shared with it
+    assert third.cached_tokens < 20 and third.shared_prefix_tokens > 500 and third.miss_reason == "evicted"
+    (f,) = [f for f in res.findings if f.rule.id == "slot-evicted"]
+    assert f.tokens_lost == third.shared_prefix_tokens - third.cached_tokens and f.requests == 1
