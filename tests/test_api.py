@@ -64,10 +64,14 @@ def test_audit_twice_gives_the_same_result():
 
 
 def test_propose_twice_gives_the_same_result(tmp_path):
-    a = promptcache.propose([LOG], write=tmp_path / "a.jsonl")
-    b = promptcache.propose([LOG], write=tmp_path / "b.jsonl")
+    # The same arguments twice (the "after" figures are the audit of the written file, so they
+    # name its path: the same path both times).
+    out = tmp_path / "proposed.jsonl"
+    a = promptcache.propose([LOG], write=out)
+    first = out.read_bytes()
+    b = promptcache.propose([LOG], write=out)
     assert a.records() == b.records() == a.records() and a.records()
-    assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
+    assert out.read_bytes() == first
     assert same_frame(a.to_pandas(), b.to_pandas())
     assert a.to_markdown() == b.to_markdown() == a.to_markdown()
     assert a.to_html() == b.to_html()
