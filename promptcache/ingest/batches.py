@@ -27,7 +27,7 @@ from .bodies import base_fields, default_id, parse_body, response_of
 from .common import MAPPING, provider_for_model
 from .fields import parse_time
 from .outcomes import Keyed, Skipped
-from .reader import Reader
+from .reader import BODY_KEYS, Reader
 from .usage import find_usage
 
 
@@ -54,10 +54,11 @@ class OpenAIBatchOutputReader(Reader):
     responses_only = True
 
     def claim(self, rec: Any) -> str | None:
-        if not (type(rec) is dict or isinstance(rec, MAPPING)) or "custom_id" not in rec or "body" in rec:
+        if not (type(rec) is dict or isinstance(rec, MAPPING)) or "custom_id" not in rec or "body" in rec \
+                or not self.alone(rec) or any(k in rec for k in BODY_KEYS) or "result" in rec or "params" in rec:
             return None
         r = rec.get("response")
-        if (isinstance(r, MAPPING) and "status_code" in r) or (r is None and "error" in rec and "params" not in rec):
+        if (isinstance(r, MAPPING) and "status_code" in r) or (r is None and "error" in rec):
             return "custom_id with a response status (a Batch output line)"
         return None
 
@@ -82,10 +83,10 @@ class AnthropicBatchReader(Reader):
     producer = "Anthropic Message Batches API"
     shapes = "requests {custom_id, params: Messages body}"
     looks_for = "custom_id with params holding messages"
-    owns = ("params",)
 
     def claim(self, rec: Any) -> str | None:
-        if (type(rec) is dict or isinstance(rec, MAPPING)) and "custom_id" in rec:
+        if (type(rec) is dict or isinstance(rec, MAPPING)) and self.alone(rec) and "custom_id" in rec \
+                and "result" not in rec and not any(k in rec for k in BODY_KEYS):
             p = rec.get("params")
             if isinstance(p, MAPPING) and "messages" in p:
                 return "custom_id with a Messages body in params"
@@ -128,7 +129,8 @@ class AnthropicResultsReader(Reader):
     responses_only = True
 
     def claim(self, rec: Any) -> str | None:
-        if (type(rec) is dict or isinstance(rec, MAPPING)) and "custom_id" in rec:
+        if (type(rec) is dict or isinstance(rec, MAPPING)) and self.alone(rec) and "custom_id" in rec \
+                and "params" not in rec and not any(k in rec for k in BODY_KEYS):
             r = rec.get("result")
             if isinstance(r, MAPPING) and isinstance(r.get("type"), str):
                 return "custom_id with a result (a Message Batches result)"
@@ -158,7 +160,7 @@ class ResponseObjectReader(Reader):
     owns = ("object",)
 
     def claim(self, rec: Any) -> str | None:
-        if (type(rec) is dict or isinstance(rec, MAPPING)) and rec.get("object") == "response":
+        if (type(rec) is dict or isinstance(rec, MAPPING)) and self.alone(rec) and rec.get("object") == "response":
             return "object 'response' (a Response, not a request)"
         return None
 

@@ -29,7 +29,7 @@ from .bodies import default_id
 from .common import MAPPING, blob_digest, loads_if_json, provider_for_model, require_list, stable_json
 from .fields import parse_time
 from .outcomes import Skipped
-from .reader import Reader
+from .reader import BODY_KEYS, Reader
 from .usage import uncached_plus
 
 
@@ -119,15 +119,16 @@ class BedrockReader(Reader):
     producer = "AWS Bedrock model invocation logging"
     shapes = "ModelInvocationLog records (Converse and InvokeModel bodies), JSON lines, usually .json.gz"
     looks_for = "schemaType ModelInvocationLog (or modelId with input.inputBodyJson)"
-    owns = ("schemaType", "modelId")
+    owns = ("schemaType",)
 
     def claim(self, rec: Any) -> str | None:
-        if not (type(rec) is dict or isinstance(rec, MAPPING)):
+        if not (type(rec) is dict or isinstance(rec, MAPPING)) or not self.alone(rec):
             return None
         if rec.get("schemaType") == "ModelInvocationLog":
             return "schemaType ModelInvocationLog"
         inp = rec.get("input")
-        if "modelId" in rec and isinstance(inp, MAPPING) and ("inputBodyJson" in inp or "inputTokenCount" in inp):
+        if "modelId" in rec and isinstance(inp, MAPPING) and ("inputBodyJson" in inp or "inputTokenCount" in inp) \
+                and not any(k in rec for k in BODY_KEYS if k != "input"):
             return "modelId with input.inputBodyJson"
         return None
 

@@ -38,19 +38,33 @@ BODY_APIS = {
 def looks_anthropic(body: Mapping[str, Any]) -> bool:
     """True when a body with ``messages`` is an Anthropic Messages body rather than OpenAI Chat
     (a ``system`` field, top-level ``cache_control``, a Claude model with ``max_tokens``, or
-    ``tool_use``/``tool_result``/``cache_control`` blocks)."""
+    ``tool_use``/``tool_result``/``cache_control`` blocks).
+
+    Asked of every record, so it stops at the first sign either way: a first message with role
+    ``system`` or ``developer``, a ``tool`` message or ``tool_calls`` exist only in Chat
+    Completions (Anthropic takes the system prompt as a field and tool calls as blocks).
+    """
     if "messages" not in body:
         return False
     if "system" in body or isinstance(body.get("cache_control"), MAPPING):
         return True
     model = body.get("model")
-    if isinstance(model, str) and provider_for_model(model) == "anthropic" and "max_tokens" in body:
+    if isinstance(model, str) and "max_tokens" in body and provider_for_model(model) == "anthropic":
         return True
     msgs = body.get("messages")
-    for m in msgs if isinstance(msgs, list) else ():
-        if isinstance(m, MAPPING) and isinstance(m.get("content"), list):
-            for b in m["content"]:
-                if isinstance(b, MAPPING) and (b.get("type") in ("tool_use", "tool_result") or "cache_control" in b):
+    if type(msgs) is not list:
+        return False
+    for m in msgs:
+        if type(m) is not dict:
+            if not isinstance(m, MAPPING):
+                continue
+        role = m.get("role")
+        if role in ("system", "developer", "tool", "function") or "tool_calls" in m:
+            return False
+        c = m.get("content")
+        if type(c) is list:
+            for b in c:
+                if type(b) is dict and (b.get("type") in ("tool_use", "tool_result") or "cache_control" in b):
                     return True
     return False
 
@@ -67,7 +81,8 @@ def body_format(body: Mapping[str, Any], url: str = "") -> str | None:
         if "responses" in url:
             return "openai-responses"
         return "anthropic" if looks_anthropic(body) else "openai-chat"
-    if "responses" in url or "input" in body or "instructions" in body:
+    inp = body.get("input")
+    if "responses" in url or isinstance(inp, (str, list)) or ("instructions" in body and inp is None):
         return "openai-responses"
     if isinstance(body.get("contents"), (list, str)):
         return "gemini"

@@ -38,7 +38,7 @@ class BraintrustReader(Reader):
     owns = ("span_attributes", "root_span_id", "_xact_id")
 
     def claim(self, rec: Any) -> str | None:
-        if (type(rec) is dict or isinstance(rec, MAPPING)) and isinstance(rec.get("span_attributes"), MAPPING) \
+        if (type(rec) is dict or isinstance(rec, MAPPING)) and self.alone(rec) and isinstance(rec.get("span_attributes"), MAPPING) \
                 and ("root_span_id" in rec or "span_id" in rec):
             return "span_attributes with a span id (a Braintrust log row)"
         return None

@@ -46,7 +46,7 @@ class OpenRouterReader(Reader):
         return d if ("native_tokens_prompt" in d or "tokens_prompt" in d) else None
 
     def claim(self, rec: Any) -> str | None:
-        if (type(rec) is dict or isinstance(rec, MAPPING)) and self._data(rec) is not None:
+        if (type(rec) is dict or isinstance(rec, MAPPING)) and self.alone(rec) and self._data(rec) is not None:
             return "generation stats (tokens_prompt / native_tokens_prompt)"
         return None
 
@@ -79,7 +79,7 @@ class CloudflareReader(Reader):
     owns = ("result_info", "RequestBody", "Gateway")
 
     def claim(self, rec: Any) -> str | None:
-        if not (type(rec) is dict or isinstance(rec, MAPPING)):
+        if not (type(rec) is dict or isinstance(rec, MAPPING)) or not self.alone(rec):
             return None
         if isinstance(rec.get("result"), list) and "result_info" in rec:
             return "a logs API page (result, result_info)"
@@ -125,7 +125,7 @@ class AzureDiagnosticsReader(Reader):
     owns = ("resourceId",)
 
     def claim(self, rec: Any) -> str | None:
-        if (type(rec) is dict or isinstance(rec, MAPPING)) and "resourceId" in rec and "category" in rec \
+        if (type(rec) is dict or isinstance(rec, MAPPING)) and self.alone(rec) and "resourceId" in rec and "category" in rec \
                 and "operationName" in rec:
             return "an Azure Monitor resource log (resourceId, category, operationName)"
         return None

@@ -36,7 +36,7 @@ class ConversationReader(Reader):
     owns = ("conversation",)
 
     def claim(self, rec: Any) -> str | None:
-        if not (type(rec) is dict or isinstance(rec, MAPPING)):
+        if not (type(rec) is dict or isinstance(rec, MAPPING)) or not self.alone(rec):
             return None
         c = rec.get("conversation")
         if isinstance(c, list) and c and isinstance(c[0], MAPPING) and "role" in c[0] and "content" in c[0]:

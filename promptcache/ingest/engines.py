@@ -215,7 +215,7 @@ class SGLangReader(Reader):
     owns = ("rid",)
 
     def claim(self, rec: Any) -> str | None:
-        if (type(rec) is dict or isinstance(rec, MAPPING)) and "rid" in rec and str(rec.get("event", "")).startswith("request."):
+        if (type(rec) is dict or isinstance(rec, MAPPING)) and self.alone(rec) and "rid" in rec and str(rec.get("event", "")).startswith("request."):
             return f"an SGLang '{str(rec['event'])[:30]}' event"
         return None
 
@@ -260,7 +260,7 @@ class OllamaBodyReader(Reader):
     owns = ("keep_alive", "options")
 
     def claim(self, rec: Any) -> str | None:
-        if (type(rec) is dict or isinstance(rec, MAPPING)) and ("keep_alive" in rec or isinstance(rec.get("options"), MAPPING)) \
+        if (type(rec) is dict or isinstance(rec, MAPPING)) and self.alone(rec) and ("keep_alive" in rec or isinstance(rec.get("options"), MAPPING)) \
                 and ("messages" in rec or "prompt" in rec):
             return "an Ollama API body (keep_alive/options)"
         return None

@@ -102,7 +102,7 @@ class HeliconeReader(Reader):
     owns = ("request_created_at", "prompt_cache_read_tokens", "prompt_cache_write_tokens")
 
     def claim(self, rec: Any) -> str | None:
-        if (type(rec) is dict or isinstance(rec, MAPPING)) and looks_helicone(rec):
+        if (type(rec) is dict or isinstance(rec, MAPPING)) and self.alone(rec) and looks_helicone(rec):
             return "request_created_at / Helicone cache columns"
         return None
 

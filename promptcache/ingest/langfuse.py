@@ -74,6 +74,38 @@ def _semconv_messages(msgs: list[Any], base: str) -> list[Part]:
     return semconv_parts(msgs, base)
 
 
+#: LangChain message types (``BaseMessage.type``) → chat roles.
+_LANGCHAIN_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool", "function": "tool",
+                    "chat": "user", "AIMessageChunk": "assistant"}
+
+
+def _langchain(inp: list[Any], base: str) -> tuple[list[Any], list[Part]]:
+    """Messages as Langfuse's LangChain and LangGraph integrations log them, made Chat
+    Completions messages: a LangChain ``type`` for a missing ``role``, ``additional_kwargs``'
+    ``tool_calls`` moved up, and the tool *definitions* the integration appends as ``role:
+    tool`` messages whose content is a ``{type: function, function}`` object taken out as tool
+    parts (in the worker's framework traces, ``langgraph-python-2025-08-22.trace.json``)."""
+    msgs: list[Any] = []
+    tools: list[Part] = []
+    for i, m in enumerate(inp):
+        if not isinstance(m, MAPPING):
+            msgs.append(m)
+            continue
+        c = m.get("content")
+        if m.get("role") == "tool" and isinstance(c, MAPPING) and c.get("type") == "function":
+            tools.append(Part("tool", f"{base}[{i}].content", stable_json(c)))
+            continue
+        if "role" not in m and m.get("type") in _LANGCHAIN_ROLES:
+            m = {**m, "role": _LANGCHAIN_ROLES[m["type"]]}
+        ak = m.get("additional_kwargs")
+        if isinstance(ak, MAPPING) and ak.get("tool_calls") and not m.get("tool_calls"):
+            m = {**m, "tool_calls": ak["tool_calls"]}
+        if isinstance(c, MAPPING):  # a structured content logged as an object
+            m = {**m, "content": stable_json(c)}
+        msgs.append(m)
+    return msgs, tools
+
+
 def _message_list(inp: list[Any], base: str) -> tuple[str, tuple[Part, ...], dict[str, Any]]:
     """(format, parts, params) of a logged message list, by the shape of its items."""
     items = [m for m in inp if isinstance(m, MAPPING)]
@@ -84,10 +116,29 @@ def _message_list(inp: list[Any], base: str) -> tuple[str, tuple[Part, ...], dic
                                                        for b in m["content"]) for m in items):
         b = parse_body({"input": inp}, "openai-responses")
         return "openai-responses", reprefix(b.parts, "input", base), b.params
-    body: Mapping[str, Any] = {"messages": inp}
+    msgs, tools = _langchain(inp, base)
+    body: Mapping[str, Any] = {"messages": msgs}
     fmt = body_format(body) or "openai-chat"
     b = parse_body(body, fmt)
-    return fmt, reprefix(b.parts, "messages", base), b.params
+    parts = reprefix(b.parts, "messages", base)
+    if tools:  # the paths of the messages after a removed tool definition keep their own index
+        kept = [i for i, m in enumerate(inp) if not (isinstance(m, MAPPING) and m.get("role") == "tool"
+                                                     and isinstance(m.get("content"), MAPPING)
+                                                     and m["content"].get("type") == "function")]
+        parts = tuple(_reindexed(p, base, kept) for p in parts)
+    return fmt, tuple(tools) + tuple(parts), b.params
+
+
+def _reindexed(p: Part, base: str, kept: list[int]) -> Part:
+    """A part of message ``k`` of the kept messages, named by its index in the logged list."""
+    import re
+
+    m = re.match(rf"^{re.escape(base)}\[(\d+)\]", p.path)
+    if not m:
+        return p
+    k = int(m.group(1))
+    i = kept[k] if k < len(kept) else k
+    return Part(p.kind, f"{base}[{i}]" + p.path[m.end():], p.text, p.role, p.message, p.breakpoint)
 
 
 def _parts(inp: Any) -> tuple[str | None, tuple[Part, ...], dict[str, Any], str | None, bool]:
@@ -106,7 +157,13 @@ def _parts(inp: Any) -> tuple[str | None, tuple[Part, ...], dict[str, Any], str 
         return fmt, parts, params, None, False
     if isinstance(inp, MAPPING):
         if isinstance(inp.get("prompt"), str) and not any(k in inp for k in ("messages", "input", "contents")):
-            return "openai-chat", (Part("user", "input.prompt", inp["prompt"], "user", 0),), {}, None, False
+            head = (Part("system", "input.system", inp["system"], "system"),) if isinstance(inp.get("system"), str) else ()
+            return "openai-chat", head + (Part("user", "input.prompt", inp["prompt"], "user", 0),), {}, None, False
+        if isinstance(inp.get("role"), str) and "content" in inp:  # one message (the Claude Agent SDK via OTel)
+            fmt, parts, params = _message_list([inp], "input")
+            return fmt, parts, params, None, False
+        if set(inp) <= {"content", "type"} and not isinstance(inp.get("content"), list):
+            return None, (), {}, None, False  # a content without a role: the integration logged no prompt
         fmt = body_format(inp)
         if fmt is None:
             raise BadRecord("'input' is an object but no messages, input or contents body")
@@ -139,8 +196,9 @@ def _response(obs: Mapping[str, Any], n: int) -> Response | None:
     if isinstance(out, list) and len(out) == 1 and isinstance(out[0], MAPPING) and "role" in out[0]:
         out = out[0]
     if isinstance(out, MAPPING) and out.get("role") == "assistant" and "parts" not in out:
+        msgs, _ = _langchain([out], "input")
         try:
-            return Response(parts=tuple(_openai._chat_message(n, out)))
+            return Response(parts=reprefix(_openai._chat_message(n, msgs[0]), "messages", "input"))
         except BadRecord:
             return None
     return None
@@ -233,7 +291,7 @@ class LangfuseReader(Reader):
     owns = ("traceId", "usageDetails", "costDetails", "observations", "parentObservationId")
 
     def claim(self, rec: Any) -> str | None:
-        if not (type(rec) is dict or isinstance(rec, MAPPING)):
+        if not (type(rec) is dict or isinstance(rec, MAPPING)) or not self.alone(rec):
             return None
         if _is_observation(rec):
             return "an observation (traceId with usageDetails/costDetails/type)"

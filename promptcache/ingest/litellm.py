@@ -139,7 +139,7 @@ class LiteLLMReader(Reader):
     owns = ("call_type",)
 
     def claim(self, rec: Any) -> str | None:
-        if (type(rec) is dict or isinstance(rec, MAPPING)) and looks_litellm(rec):
+        if (type(rec) is dict or isinstance(rec, MAPPING)) and self.alone(rec) and looks_litellm(rec):
             return "call_type with startTime/spend/response_cost"
         return None
 

@@ -61,7 +61,7 @@ class LogfireReader(Reader):
     owns = ("start_timestamp", "span_name")
 
     def claim(self, rec: Any) -> str | None:
-        if not (type(rec) is dict or isinstance(rec, MAPPING)):
+        if not (type(rec) is dict or isinstance(rec, MAPPING)) or not self.alone(rec):
             return None
         if "start_timestamp" in rec and ("span_name" in rec or "attributes" in rec):
             return "a records row (start_timestamp, span_name)"

@@ -51,7 +51,7 @@ class MLflowReader(Reader):
     owns = ("info",)
 
     def claim(self, rec: Any) -> str | None:
-        if not (type(rec) is dict or isinstance(rec, MAPPING)):
+        if not (type(rec) is dict or isinstance(rec, MAPPING)) or not self.alone(rec):
             return None
         info, data = rec.get("info"), rec.get("data")
         if isinstance(info, MAPPING) and ("trace_id" in info or "request_id" in info) and isinstance(data, MAPPING) \

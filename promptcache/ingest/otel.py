@@ -51,7 +51,7 @@ from .bodies import default_id, reprefix
 from .common import MAPPING, blob_digest, loads_if_json, provider_alias, provider_for_model, stable_json
 from .fields import parse_time
 from .outcomes import Keyed, Skipped
-from .reader import Reader
+from .reader import BODY_KEYS, Reader
 from .usage import otel_usage
 
 #: ``gen_ai.operation.name`` values that are a model inference.
@@ -544,11 +544,12 @@ class OTelReader(Reader):
     owns = ("resourceSpans", "resourceLogs", "spanId", "startTimeUnixNano")
 
     def claim(self, rec: Any) -> str | None:
-        if not (type(rec) is dict or isinstance(rec, MAPPING)):
+        if not (type(rec) is dict or isinstance(rec, MAPPING)) or not self.alone(rec):
             return None
         if isinstance(rec.get("resourceSpans"), list) or isinstance(rec.get("resourceLogs"), list):
             return "an OTLP JSON export (resourceSpans/resourceLogs)"
-        if looks_otel(rec):
+        if looks_otel(rec) and ("spanId" in rec or "startTimeUnixNano" in rec or not (
+                "custom_id" in rec or any(k in rec for k in BODY_KEYS))):
             return "one span (attributes with a span id or start time)"
         return None
 

@@ -42,7 +42,7 @@ class PortkeyReader(Reader):
     owns = ("request.body", "ai_org", "req_units", "ai_model")
 
     def claim(self, rec: Any) -> str | None:
-        if (type(rec) is dict or isinstance(rec, MAPPING)) and ("ai_model" in rec or "ai_org" in rec or "req_units" in rec) \
+        if (type(rec) is dict or isinstance(rec, MAPPING)) and self.alone(rec) and ("ai_model" in rec or "ai_org" in rec or "req_units" in rec) \
                 and ("request.body" in rec or "request" in rec):
             return "a Portkey log (request.body with ai_model/ai_org/req_units)"
         return None

@@ -17,8 +17,12 @@ from .outcomes import Keyed, Outcome
 
 #: Top-level keys that some specific producer writes and no provider request body has; the
 #: generic body readers (bare and gateway-wrapped OpenAI, Anthropic and Gemini bodies) step back
-#: from a record holding any of them. Filled by :mod:`.registry` from every reader's ``owns``.
+#: from a record holding any of them, and every reader from a record holding another reader's.
+#: Filled by :mod:`.registry` from every reader's ``owns``.
 FOREIGN: set[str] = set()
+#: Keys of a request body: the readers whose records hold their body nested (batch lines, spans)
+#: claim no record that has one at its top.
+BODY_KEYS = ("messages", "input", "contents", "prompt", "instructions")
 
 
 class Reader:
@@ -36,7 +40,10 @@ class Reader:
             :class:`~promptcache.ingest.jsonio.CsvRow`).
         responses_only: the records are responses only (batch outputs, Response objects): a
             file of them is read before the others, so that requests in other files join them.
-        owns: top-level keys only this producer writes (see :data:`FOREIGN`).
+        owns: top-level keys only this producer writes, never found in another producer's
+            records (see :data:`FOREIGN`): a reader claims no record holding another reader's
+            (:meth:`alone`), and a reader whose claim needs none of its own keys claims no record
+            holding a body key (:data:`BODY_KEYS`), so that no two readers claim one record.
         stateful: the reader keeps per-file state; :meth:`for_file` returns a fresh instance.
     """
 
@@ -49,6 +56,13 @@ class Reader:
     owns: ClassVar[tuple[str, ...]] = ()
     stateful: ClassVar[bool] = False
 
+    #: ``FOREIGN`` without this reader's own keys (set by the registry).
+    others: frozenset[str] = frozenset()
+
+    def alone(self, rec: Any) -> bool:
+        """Whether ``rec`` holds no key another reader owns."""
+        return self.others.isdisjoint(rec)
+
     def claim(self, rec: Any) -> str | None:
         """Why ``rec`` is one of this reader's records (a short phrase), or ``None``.
 
@@ -59,7 +73,17 @@ class Reader:
 
     def why_not(self, rec: Any) -> str:
         """Why ``rec`` is not this reader's (for ``promptcache formats``)."""
-        return f"no {self.looks_for}"
+        if self.records == "text":
+            from .jsonio import TextLine
+
+            if not isinstance(rec, TextLine):
+                return "not a text log line"
+        elif self.records == "csv":
+            from .jsonio import CsvRow
+
+            if not isinstance(rec, CsvRow):
+                return "not a CSV row"
+        return f"needs {self.looks_for}"
 
     def read(self, rec: Any, src: Source, opts: Any) -> Outcome | list[Outcome]:
         """Read one claimed record.

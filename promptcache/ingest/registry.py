@@ -68,6 +68,8 @@ READERS: tuple[Reader, ...] = (
 _BY_NAME = {r.name: r for r in READERS}
 assert len(_BY_NAME) == len(READERS), "two readers share a name"
 _reader.FOREIGN.update(k for r in READERS for k in r.owns)
+for _r in READERS:
+    type(_r).others = frozenset(_reader.FOREIGN - set(_r.owns))
 
 
 def by_name(name: str) -> Reader:

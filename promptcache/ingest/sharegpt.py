@@ -97,7 +97,7 @@ class ShareGPTReader(Reader):
     owns = ("conversations",)
 
     def claim(self, rec: Any) -> str | None:
-        if (type(rec) is dict or isinstance(rec, MAPPING)) and looks_sharegpt(rec):
+        if (type(rec) is dict or isinstance(rec, MAPPING)) and self.alone(rec) and looks_sharegpt(rec):
             return "a conversations list"
         return None
 

@@ -35,7 +35,7 @@ class VertexReader(Reader):
     owns = ("full_request", "logging_time")
 
     def claim(self, rec: Any) -> str | None:
-        if (type(rec) is dict or isinstance(rec, MAPPING)) and "full_request" in rec and (
+        if (type(rec) is dict or isinstance(rec, MAPPING)) and self.alone(rec) and "full_request" in rec and (
                 "logging_time" in rec or "endpoint" in rec or "api_method" in rec):
             return "full_request with logging_time/endpoint (a request-response log row)"
         return None
