@@ -14,6 +14,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import os
+import re
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -42,6 +43,13 @@ SUPERSEDED_KEPT = 65536
 MOSTLY = 0.5
 #: Examples kept per kind of problem.
 EXAMPLES = 5
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(reason: str) -> str:
+    """A reason without control characters (``\x1b`` and the like shown as ``\x1b``): reasons
+    may quote record values, and they are printed to terminals."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", reason) if _CONTROL.search(reason) else reason
 
 
 @dataclass
@@ -148,7 +156,7 @@ class InputStats:
         """Count a malformed record and keep its message if there is room."""
         self.skipped_lines += 1
         if len(self.errors) < MAX_REPORTED_ERRORS:
-            self.errors.append((line, reason))
+            self.errors.append((line, printable(reason)))
 
     def add_usage_only(self, req: Request) -> None:
         """Count a request that has no prompt content, and add up its reported usage."""
@@ -164,6 +172,7 @@ class InputStats:
 
     def skip(self, reason: str) -> None:
         """Count a record skipped for ``reason``."""
+        reason = printable(reason)
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
 
     @property
@@ -283,11 +292,17 @@ class Responses:
         self.table: dict[str, list[Any]] = {}
 
     def add(self, keyed: Keyed, reader: Reader, stats: InputStats) -> None:
-        entry = [keyed.request, reader, stats, False]
-        for k in keyed.keys:
-            self.table.setdefault(k, entry)
+        """Keep a response by its keys; one without keys is a usage-only record, one whose key a
+        response kept already has is a duplicate (a batch's result written twice)."""
         if not keyed.keys:
             stats.add_usage_only(keyed.request)
+            return
+        if any(k in self.table for k in keyed.keys):
+            stats.duplicates += 1
+            return
+        entry = [keyed.request, reader, stats, False]
+        for k in keyed.keys:
+            self.table[k] = entry
 
     def take(self, keys: tuple[str, ...]) -> tuple[Request, Reader] | None:
         """The response with one of ``keys`` not joined yet (marked joined), else ``None``."""

@@ -82,13 +82,20 @@ class ReadNotes:
 
 
 _stdin_copy: str | None = None
+#: Where the copy of standard input is, for the worker processes of the same run (a local Dask
+#: cluster): ``<pid of the reading process>:<path>``.
+STDIN_COPY_ENV = "PROMPTCACHE_STDIN_COPY"
 
 
 def stdin_copy() -> str:
-    """A file holding what standard input holds, read once per process (a run may read its
-    inputs more than once: the proposal pass reads them again)."""
+    """A file holding what standard input holds, read once per run (a run may read its inputs
+    more than once: the proposal pass reads them again, and worker processes read them too)."""
     global _stdin_copy
     if _stdin_copy is None:
+        pid, _, name = os.environ.get(STDIN_COPY_ENV, "").partition(":")
+        if name and pid != str(os.getpid()) and os.path.exists(name):
+            _stdin_copy = name  # a worker of the process that read standard input
+            return name
         fd, name = tempfile.mkstemp(prefix="promptcache-stdin-", suffix=".log")
         with os.fdopen(fd, "wb") as out:
             src = sys.stdin.buffer
@@ -100,6 +107,7 @@ def stdin_copy() -> str:
         import atexit
 
         atexit.register(lambda: os.path.exists(name) and os.unlink(name))
+        os.environ[STDIN_COPY_ENV] = f"{os.getpid()}:{name}"
         _stdin_copy = name
     return _stdin_copy
 
