@@ -85,6 +85,13 @@ def test_langfuse_claude_agent_single_messages_and_a_broken_input():
     assert shape(by["c1"]) == [("user", "input[0].content")] and by["c1"].provider == "anthropic"
 
 
+def test_langfuse_llamaindex_completion_arguments():
+    by, st = read("langfuse_trace_llamaindex.json")
+    l1 = by["l1"]
+    assert shape(l1) == [("user", "input.args[0]")] and l1.parts[0].text == "What does a harbour pilot do?"
+    assert l1.usage == Usage(13, 81, 0, 0)  # "prompt_details.cache_read": 0 is a read count, "input" the rest
+
+
 def test_provider_cache_verdicts_and_affinity():
     by, _ = read("verdicts.jsonl")
     a = by["msg_02"]

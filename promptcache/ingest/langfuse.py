@@ -23,7 +23,8 @@ Pydantic AI's event-style messages), the OpenTelemetry GenAI ``parts`` form (Pyd
 Microsoft Agent Framework, Claude Agent SDK via OTel), Responses API input items (OpenAI Agents
 SDK, with ``modelParameters.instructions``), or Anthropic content blocks; a request body
 (``{messages}``, ``{system, messages}``, ``{input}``, google-genai ``{contents, config}``); or
-``{"prompt": ...}``. Tools come from the body, else ``metadata.tools`` (Vercel AI SDK), else
+``{"prompt": ...}``, or a completion call's ``{"args": [prompt]}`` (LlamaIndex through
+OpenInference). Tools come from the body, else ``metadata.tools`` (Vercel AI SDK), else
 ``toolDefinitions``. ``None`` makes a usage-only request.
 """
 
@@ -162,6 +163,11 @@ def _parts(inp: Any) -> tuple[str | None, tuple[Part, ...], dict[str, Any], str 
         if isinstance(inp.get("role"), str) and "content" in inp:  # one message (the Claude Agent SDK via OTel)
             fmt, parts, params = _message_list([inp], "input")
             return fmt, parts, params, None, False
+        args = inp.get("args")
+        if isinstance(args, list) and args and all(isinstance(a, str) for a in args) and not body_format(inp):
+            # LlamaIndex through OpenInference: the call's arguments, a completion prompt
+            return "openai-chat", tuple(Part("user", f"input.args[{k}]", a, "user", k) for k, a in enumerate(args)), \
+                {}, None, False
         if set(inp) <= {"content", "type"} and not isinstance(inp.get("content"), list):
             return None, (), {}, None, False  # a content without a role: the integration logged no prompt
         fmt = body_format(inp)

@@ -7,7 +7,8 @@ Writes the files next to this script. Sources (read 2026-12-01):
   LangGraph (``langgraph-python-2025-08-22.trace.json``), the OpenAI Agents SDK
   (``openai-agents-2025-09-30.trace.json``), Pydantic AI (``pydantic-ai-tools-2025-06-06.trace.json``),
   google-genai through OpenInference (``google-gemini-2025-08-01.trace.json``) and the Claude Agent
-  SDK through LangSmith's OTel exporter (``claude-agent-2025-12-22.json``).
+  SDK through LangSmith's OTel exporter (``claude-agent-2025-12-22.json``), LlamaIndex through
+  OpenInference (``llamaindex-2025-06-05.trace.json``).
 - Anthropic cache diagnostics on a response (``diagnostics.cache_miss_reason`` with
   ``cache_missed_input_tokens``, as in the message_start fixtures of public clients) and OpenAI
   ``prompt_cache_diagnostics`` on a Responses ``response.completed`` (public proxy tests).
@@ -135,6 +136,16 @@ files = {
             model="claude-sonnet-4-5-20250929", inp=json.dumps({"content": "role"}),
             usage={"input": 5, "output": 56, "total": 61}, mp={}),
         obs("c3", "TOOL", "mcp__tides__get_tide", "2025-12-22T10:46:19.027Z", parent="c0", trace="t6"),
+    ]),
+    # LlamaIndex through OpenInference: a completion call's arguments as input.
+    "langfuse_trace_llamaindex.json": download("t7", "query", None, [
+        obs("l0", "SPAN", "RetrieverQueryEngine.query", "2025-06-05T15:45:52.900Z", trace="t7"),
+        obs("l1", "GENERATION", "OpenAI.complete", "2025-06-05T15:45:52.971Z", parent="l0", trace="t7", model="gpt-4o",
+            inp=json.dumps({"args": ["What does a harbour pilot do?"]}),
+            mp={"context_window": 128000, "num_output": -1, "is_chat_model": True, "model_name": "gpt-4o",
+                "system_role": "system"},
+            usage={"input": 13, "prompt_details.cache_read": 0, "prompt_details.audio": 0, "output": 81,
+                   "completion_details.reasoning": 0, "completion_details.audio": 0, "total": 94}),
     ]),
 }
 
