@@ -180,21 +180,25 @@ AFFINITY_HEADERS = ("x-session-affinity", "x-session-id", "session_id", "session
 
 def affinity_of(body: Mapping[str, Any], wrapper: Mapping[str, Any] | None = None) -> dict[str, str]:
     """Routing identifiers of a request: OpenAI ``user`` / ``safety_identifier`` /
-    ``session_id``, Anthropic ``metadata.user_id``, and the affinity headers a gateway logged."""
+    ``session_id``, Anthropic ``metadata.user_id``, and the affinity headers a gateway logged.
+    (Asked of every request: plain type checks, no ABC ``isinstance``.)"""
     out: dict[str, str] = {}
+    g = body.get
     for k in _openai.AFFINITY_KEYS:
-        v = body.get(k)
-        if isinstance(v, (str, int)) and not isinstance(v, bool) and v != "":
+        v = g(k)
+        if v is not None and v != "" and type(v) in (str, int):
             out[k] = str(v)
-    md = body.get("metadata")
-    if isinstance(md, MAPPING) and isinstance(md.get("user_id"), (str, int)) and md.get("user_id") != "":
-        out["metadata.user_id"] = str(md["user_id"])
+    md = g("metadata")
+    if type(md) is dict:
+        uid = md.get("user_id")
+        if uid is not None and uid != "" and type(uid) in (str, int):
+            out["metadata.user_id"] = str(uid)
     if wrapper is not None and wrapper is not body:
         for hk in ("headers", "request_headers", "requestHeaders"):
             h = wrapper.get(hk)
-            if isinstance(h, MAPPING):
+            if type(h) is dict:
                 for k, v in h.items():
-                    if isinstance(k, str) and k.lower() in AFFINITY_HEADERS and isinstance(v, (str, int)):
+                    if type(k) is str and k.lower() in AFFINITY_HEADERS and type(v) in (str, int):
                         out[k.lower()] = str(v)
     return out
 
@@ -274,6 +278,28 @@ _SIGNS = {"openai-chat": "a Chat Completions body (messages)", "anthropic": "an 
           "openai-responses": "a Responses API body (input or instructions)", "gemini": "a generateContent body (contents)"}
 
 
+#: The record last unwrapped, its ``unwrap`` result and its body's format: the four body readers
+#: ask the same record one after another (and read it right after), so it is done once.
+_LAST: list[Any] = [None, None, None]
+
+
+def _unwrapped(rec: Any) -> tuple[Any, str | None]:
+    """``(unwrap(rec), body_format)`` of a record, computed once for the record last asked.
+
+    Raises:
+        BadRecord: what :func:`unwrap` raises.
+    """
+    last = _LAST
+    if last[0] is rec:
+        return last[1], last[2]
+    got = unwrap(rec)
+    body, _, wrapper = got
+    url = wrapper.get("url", "")
+    fmt = body_format(body, url if isinstance(url, str) else "")
+    last[0], last[1], last[2] = rec, got, fmt
+    return got, fmt
+
+
 class BodyReader(Reader):
     """A provider's own request body, bare, in a gateway record (``request`` + ``response``,
     ``request_body`` + ``response_body``, ``request_json`` + ``response_json``), or as a Batch
@@ -285,16 +311,8 @@ class BodyReader(Reader):
 
     fmt: str = ""
 
-    def __init__(self) -> None:
-        self._last: tuple[Any, Any] | None = None
-
     def _unwrap(self, rec: Any) -> Any:
-        last = self._last
-        if last is not None and last[0] is rec:
-            return last[1]
-        got = unwrap(rec)
-        self._last = (rec, got)
-        return got
+        return _unwrapped(rec)[0]
 
     def claim(self, rec: Any) -> str | None:
         if type(rec) is not dict and not isinstance(rec, MAPPING):
@@ -302,13 +320,12 @@ class BodyReader(Reader):
         if not _reader.FOREIGN.isdisjoint(rec):
             return None
         try:
-            body, _, wrapper = self._unwrap(rec)
+            got, fmt = _unwrapped(rec)
         except BadRecord:
             return None
-        url = wrapper.get("url", "")
-        if body_format(body, url if isinstance(url, str) else "") != self.fmt:
+        if fmt != self.fmt:
             return None
-        if body is rec:
+        if got[0] is rec:
             return f"{_SIGNS[self.fmt]}, bare"
         how = next((text for key, text in _WRAPS if key in rec), "a wrapper record")
         if "key" in rec and "request" in rec and "response" not in rec:
@@ -329,7 +346,9 @@ class BodyReader(Reader):
         return f"its body is {_SIGNS[got].split(' (')[0].lower()}" if got else "no messages, input or contents"
 
     def read(self, rec: Any, src: Source, opts: Any) -> Any:
-        return Keyed(read_body(rec, src, opts, self.fmt, self._unwrap(rec)), keys=batch_keys(rec))
+        req = read_body(rec, src, opts, self.fmt, self._unwrap(rec))
+        keys = batch_keys(rec)
+        return Keyed(req, keys=keys) if keys else req
 
     def merge(self, first: Request, later: Request) -> Request:
         """A request and its batch result: the result's usage and response (its turn numbered
@@ -413,6 +432,8 @@ class ResponsesReader(BodyReader):
 
     def read(self, rec: Any, src: Source, opts: Any) -> Any:
         got = super().read(rec, src, opts)
+        if not isinstance(got, Keyed):
+            got = Keyed(got)
         req: Request = got.request
         head = tuple(p for p in req.parts if not p.path.startswith("input"))
         own = tuple(p for p in req.parts if p.path.startswith("input"))
@@ -437,7 +458,7 @@ class ResponsesReader(BodyReader):
             self.chains[rid] = carried + outs
             while len(self.chains) > self.CHAINS:
                 self.chains.popitem(last=False)
-        return Keyed(req, got.keys)
+        return Keyed(req, got.keys) if got.keys else req
 
 
 def _repath(p: Part, prefix: str) -> Part:

@@ -36,7 +36,7 @@ class Skipped:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # one per keyed record: not frozen (a frozen dataclass's __init__ costs 5x)
 class Keyed:
     """A request with the keys by which later records of the same run find it.
 
