@@ -37,23 +37,23 @@ BODY_APIS = {
 
 def looks_anthropic(body: Mapping[str, Any]) -> bool:
     """True when a body with ``messages`` is an Anthropic Messages body rather than OpenAI Chat
-    (a ``system`` field, top-level ``cache_control``, a Claude model with ``max_tokens``, or
-    ``tool_use``/``tool_result``/``cache_control`` blocks).
+    (a ``system`` field, top-level ``cache_control``, ``tool_use``/``tool_result``/
+    ``cache_control`` blocks, or a Claude model with ``max_tokens``).
 
     Asked of every record, so it stops at the first sign either way: a first message with role
     ``system`` or ``developer``, a ``tool`` message or ``tool_calls`` exist only in Chat
-    Completions (Anthropic takes the system prompt as a field and tool calls as blocks).
+    Completions (Anthropic takes the system prompt as a field and tool calls as blocks), and
+    outweigh a Claude model name: gateways (LiteLLM, OpenRouter) take Chat Completions bodies for
+    Claude models.
     """
     if "messages" not in body:
         return False
     if "system" in body or isinstance(body.get("cache_control"), MAPPING):
         return True
-    model = body.get("model")
-    if isinstance(model, str) and "max_tokens" in body and provider_for_model(model) == "anthropic":
-        return True
     msgs = body.get("messages")
     if type(msgs) is not list:
         return False
+    blocks = False
     for m in msgs:
         if type(m) is not dict:
             if not isinstance(m, MAPPING):
@@ -64,9 +64,16 @@ def looks_anthropic(body: Mapping[str, Any]) -> bool:
         c = m.get("content")
         if type(c) is list:
             for b in c:
-                if type(b) is dict and (b.get("type") in ("tool_use", "tool_result") or "cache_control" in b):
-                    return True
-    return False
+                if type(b) is dict:
+                    t = b.get("type")
+                    if t in ("tool_use", "tool_result"):
+                        return True
+                    if "cache_control" in b:
+                        blocks = True
+    if blocks:
+        return True
+    model = body.get("model")
+    return isinstance(model, str) and "max_tokens" in body and provider_for_model(model) == "anthropic"
 
 
 def body_format(body: Mapping[str, Any], url: str = "") -> str | None:
