@@ -149,3 +149,26 @@ def test_a_chain_whose_first_response_is_not_in_the_log_is_marked(tmp_path):
     # 5 follow-ups: those whose previous response was cut out are marked, and so are the turns after them
     assert len(reqs) == 5 and all(r.prefix_on_server for r in reqs) and st.prefix_on_server == 5
     assert any("continue a server-side conversation" in n for n in st.notes())
+
+
+@pytest.mark.parametrize("name,tools,system,breakpoints,session", [
+    ("litellm_spend_logs.jsonl", 0, 1, 1, "sess-a1"),              # a Chat Completions body for Claude: its system message
+    ("litellm_standard_logging_payload.jsonl", 1, 1, 0, "sess-a1"),  # tools in model_parameters, session in spend_logs_metadata
+    ("helicone_export.jsonl", 0, 1, 1, "sess-a1"),                 # session in request_properties
+    ("openllmetry_traceloop_otlp.jsonl", 1, 1, 0, "sess-a1"),      # llm.request.functions.*, traceloop association session
+    ("openinference_otlp.jsonl", 1, 1, 0, "sess-a1"),              # llm.tools.N.tool.json_schema
+    ("vercel_ai_sdk_otlp.jsonl", 1, 1, 0, "sess-a1"),              # ai.prompt.tools, ai.telemetry.metadata.sessionId
+    ("otel_genai_semconv_otlp.jsonl", 1, 1, 0, "sess-a1"),         # gen_ai.tool.definitions, gen_ai.conversation.id
+    ("bedrock_invocation_logs.json.gz", 0, 1, 1, "sess-a1"),       # a cachePoint after the system block
+    ("braintrust_logs.jsonl", 0, 1, 0, "sess-a1"),
+    ("mlflow_traces.jsonl", 0, 1, 0, "sess-a1"),                   # mlflow.trace.session
+    ("anthropic_batch_requests.jsonl", 0, 1, 1, None),
+])
+def test_tools_system_breakpoints_and_sessions_are_read(name, tools, system, breakpoints, session):
+    reqs, _ = read(name)
+    r = reqs[-1]  # the last request: the fourth turn of session sess-a1 (fixtures interleave two sessions)
+    assert sum(p.kind == "tool" for p in r.parts) == tools
+    assert sum(p.kind == "system" for p in r.parts) == system and r.parts[tools].kind == "system"
+    assert sum(p.breakpoint is not None for p in r.parts) == breakpoints
+    assert r.session == session
+    assert [p.role for p in r.parts[tools + 1:]] == ["user", "assistant"] * 3 + ["user"]  # the history, in order
