@@ -412,6 +412,10 @@ class _FileReader:
                 r = current
             else:
                 r = forced
+                if (r.records == "text") != isinstance(rec, TextLine):
+                    self.malformed(line, f"not a record --input-format {r.name} reads "
+                                         f"({'a text line' if isinstance(rec, TextLine) else 'a JSON or CSV record'})")
+                    continue
             st.formats[r.name] = st.formats.get(r.name, 0) + 1
             notes.line = line
             _fields.NOTES = notes
