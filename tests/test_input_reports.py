@@ -37,12 +37,13 @@ def test_inputs_in_json_text_and_markdown():
 def test_a_file_mostly_not_requests_is_said(tmp_path):
     res = audit([FORMATS / "vllm_request_log.txt"], AuditOptions(workers=1, cache_model="vllm", tokenizer="o200k_base"))
     assert len(res.outcomes) == 7
-    # 7 requests of 14 records: half, not "mostly not"; the Ollama log the same; a file of 3 in 10:
+    assert not any("no request with a prompt" in w for w in res.warnings)  # 7 of 14 skipped: half, not most
+    # a log of 1 request and 6 other lines:
     lines = (FORMATS / "vllm_request_log.txt").read_text().splitlines()
     p = tmp_path / "vllm.log"
     p.write_text("\n".join(lines[:2] + [lines[1]] * 5) + "\n")  # 1 request, 6 other lines
     res = audit([p], AuditOptions(workers=1, cache_model="vllm", tokenizer="o200k_base"))
-    assert any("only 1 of its 7 record(s) are requests" in w for w in res.warnings)
+    assert any("6 of its 7 record(s) are no request with a prompt" in w for w in res.warnings)
 
 
 def test_reported_input_far_above_the_rendered_prompt_is_said(tmp_path):

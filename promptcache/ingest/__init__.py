@@ -39,7 +39,8 @@ MAX_REPORTED_ERRORS = 50
 REORDER_WINDOW = 4096
 #: Keys of superseded wrapper records remembered per file (a wrapper that comes after its leaf).
 SUPERSEDED_KEPT = 65536
-#: A file is "mostly not requests" when fewer than this share of its records are requests.
+#: A file is "mostly not requests" when more than this share of its records are usage-only,
+#: skipped or malformed (records joined to a request, and duplicates of one, belong to requests).
 MOSTLY = 0.5
 #: Examples kept per kind of problem.
 EXAMPLES = 5
@@ -221,9 +222,10 @@ class InputStats:
         if self.duplicates:
             out.append(f"{p}: {self.duplicates:,} record(s) log a call another record logs too (a wrapper generation "
                        "or span over its leaf call): counted once")
-        if self.records and self.requests < MOSTLY * self.records and self.requests + self.usage_only + self.joined:
-            out.append(f"{p}: only {self.requests:,} of its {self.records:,} record(s) are requests with a prompt "
-                       "(see the counts above, and `promptcache formats FILE`)")
+        other = self.usage_only + sum(self.skipped.values()) + self.skipped_lines
+        if self.records and other > MOSTLY * self.records:
+            out.append(f"{p}: {other:,} of its {self.records:,} record(s) are no request with a prompt (usage-only, "
+                       "skipped or malformed; see the inputs table, and `promptcache formats FILE`)")
         if self.ambiguous:
             what = ", ".join(f"{k.replace('|', ' and ')}: {n:,}" for k, n in self.ambiguous.items())
             out.append(f"{p}: record(s) match two formats ({what}); read as the first (force one with --input-format)")
