@@ -303,13 +303,17 @@ def session_lines(draw) -> list[bytes]:
 @settings(max_examples=max(EXAMPLES * 10, 40), deadline=None, suppress_health_check=list(HealthCheck))
 @given(session_lines())
 def test_resent_lines_decode_as_each_line_whole(lines):
-    dec = ResentLines(limit=8, budget_bytes=1 << 20)
-    dec.SMALLEST = 64  # small sessions: make the reuse paths run
-    for line in lines:
-        try:
-            want = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            with pytest.raises(orjson.JSONDecodeError):
-                dec.loads(line)
-            continue
-        assert dec.loads(line) == want
+    smallest = ResentLines.SMALLEST
+    ResentLines.SMALLEST = 64  # small sessions: make every reuse path (history, its tail, values) run
+    try:
+        dec = ResentLines(limit=8, budget_bytes=1 << 20)
+        for line in lines:
+            try:
+                want = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                with pytest.raises(orjson.JSONDecodeError):
+                    dec.loads(line)
+                continue
+            assert dec.loads(line) == want
+    finally:
+        ResentLines.SMALLEST = smallest
