@@ -113,3 +113,24 @@ def test_anthropic_verdict_kinds(reason, expected):
     from promptcache.ingest.anthropic import verdict_of
 
     assert verdict_of({"diagnostics": {"cache_miss_reason": reason}}, {}) == expected
+
+
+@pytest.mark.parametrize("order", ["leaf first", "wrapper first"])
+@pytest.mark.parametrize("leaf_has_input", [True, False])
+def test_a_wrapper_generation_is_a_duplicate_in_either_order(tmp_path, order, leaf_has_input):
+    import json
+
+    d = json.loads((PRODUCERS / "langfuse_trace_vercel_aisdk.json").read_text())
+    obs = d["observations"]
+    if not leaf_has_input:  # the leaf logged no prompt: the wrapper's prompt stands in, the leaf's usage stays
+        obs[1]["input"] = None
+    if order == "leaf first":
+        obs[0], obs[1] = obs[1], obs[0]
+    p = tmp_path / "t.jsonl"
+    p.write_text("\n".join(json.dumps(o) for o in obs) + "\n")  # as an observations export, one per line
+    st = InputStats(str(p))
+    reqs = list(read_inputs([p], [st], ReadOptions()))
+    assert [r.id for r in reqs] == ["a2"] and st.duplicates == 1 and st.records == st.accounted == 3
+    assert reqs[0].usage == Usage(62, 85, 0, 0)
+    want = [("tool", "metadata.tools[0]"), ("user", "input[0].content[0]")] if leaf_has_input else [("user", "input.prompt")]
+    assert shape(reqs[0]) == want

@@ -342,7 +342,7 @@ class _FileReader:
         self.recent: list[Reader] = []  # the file's readers, most recently used first
         self.window: list[tuple[float, int, _Entry]] = []
         self.index: dict[str, _Entry] = {}
-        self.superseded: OrderedDict[str, None] = OrderedDict()
+        self.superseded: OrderedDict[str, _Entry] = OrderedDict()  # wrapper key → its leaf
         self.seq = itertools.count()
         self.last_out = float("-inf")
         self.last_in = float("-inf")
@@ -467,9 +467,14 @@ class _FileReader:
             assert self.responses is not None
             self.responses.add(Keyed(req, keys), reader, st)
             return
-        if keys and any(k in self.superseded for k in keys):  # a wrapper whose leaf came first
-            st.duplicates += 1
-            return
+        for k in keys:
+            if k in self.superseded:  # a wrapper whose leaf came first
+                st.duplicates += 1
+                leaf = self.superseded[k]
+                if leaf is not None and leaf.alive and not leaf.req.parts and leaf.req.hashed is None and req.parts:
+                    leaf.req = leaf.reader.merge(leaf.req, req)  # the leaf logged no prompt: the wrapper's stands in
+                return
+        wrapped: list[str] = []
         for k in supersedes:
             e = self.index.get(k)
             if e is not None and e.alive:
@@ -477,10 +482,10 @@ class _FileReader:
                 st.duplicates += 1
                 for kk in e.keys:
                     self.index.pop(kk, None)
+                if not req.parts and req.hashed is None and e.req.parts:
+                    req = reader.merge(req, e.req)  # the leaf logged no prompt: the wrapper's stands in
             else:
-                self.superseded[k] = None
-                if len(self.superseded) > SUPERSEDED_KEPT:
-                    self.superseded.popitem(last=False)
+                wrapped.append(k)
         for k in keys:
             e = self.index.get(k)
             if e is not None and e.alive:  # a second record of the same call
@@ -494,6 +499,10 @@ class _FileReader:
         entry = _Entry(req, reader, keys)
         for k in keys:
             self.index[k] = entry
+        for k in wrapped:  # its wrapper may come later: it is a duplicate then
+            self.superseded[k] = entry
+            if len(self.superseded) > SUPERSEDED_KEPT:
+                self.superseded.popitem(last=False)
         if req.arrival is None:  # keeps its place after the request before it in the file
             t = self.last_in
         else:
@@ -509,6 +518,7 @@ class _FileReader:
                 del self.index[k]
         if not e.alive:
             return
+        e.alive = False  # passed on: nothing merges into it any more
         st = self.stats
         req = e.req
         problem = check_usage(req.usage) if req.usage is not None else None
