@@ -18,7 +18,6 @@ plus truncated and corrupt ``.gz`` files, and the JSON decoder that reuses earli
 from __future__ import annotations
 
 import contextlib
-import gzip
 import hashlib
 import io
 import json

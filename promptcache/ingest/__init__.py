@@ -28,7 +28,7 @@ from . import fields as _fields
 from .jsonio import ReadNotes, TextLine, iter_records, local_path
 from .outcomes import Keyed, Skipped
 from .reader import Reader
-from .registry import READERS, by_name, claimants
+from .registry import READERS, claimants
 from .usage import check_usage
 
 #: Keep at most this many bad-line messages per file (all are counted).

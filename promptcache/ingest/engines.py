@@ -32,9 +32,8 @@ from typing import Any
 
 from ..errors import BadRecord
 from ..model import Part, Request, Source, Usage
-from . import openai as _openai
 from .bodies import default_id, parse_body
-from .common import MAPPING, provider_for_model, stable_json
+from .common import MAPPING, provider_for_model
 from .fields import parse_time
 from .jsonio import TextLine
 from .outcomes import Keyed, Skipped
