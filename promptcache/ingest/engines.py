@@ -65,9 +65,13 @@ def _repr_string(s: str, start: int) -> tuple[str, int] | None:
             i += 2
             continue
         if c == q:
+            import warnings
+
             try:
-                return ast.literal_eval(s[start:i + 1]), i + 1
-            except (ValueError, SyntaxError):
+                with warnings.catch_warnings():  # a repr never holds an invalid escape; a damaged line may
+                    warnings.simplefilter("ignore")
+                    return ast.literal_eval(s[start:i + 1]), i + 1
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
                 return None
         i += 1
     return None
