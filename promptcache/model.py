@@ -223,6 +223,13 @@ class Request:
         affinity: identifiers other than ``cache_key`` that a provider or gateway may route or
             partition by, as logged (OpenAI ``user`` and ``safety_identifier``, a
             ``session_id``/``x-session-affinity`` header ...): name → value.
+        prefix_on_server: ``True`` when part of the prompt lives on the provider's servers and
+            not in the log: a server-side conversation whose earlier turns the log does not hold
+            (OpenAI Responses ``previous_response_id`` naming a response not in the log, a
+            ``conversation``, ``item_reference`` items, a stored ``prompt``), or a Gemini
+            ``cachedContent``: ``parts`` are only what the request sent, so the prompt the
+            provider processed (and cached) is longer than they show. ``False`` when the prompt is whole, including a chain rebuilt from the logged
+            responses (``previous_response_id`` is still set then).
     """
 
     id: str
@@ -242,6 +249,7 @@ class Request:
     response: Response | None = None
     previous_response_id: str | None = None
     affinity: Mapping[str, str] = field(default_factory=dict)
+    prefix_on_server: bool = False
 
 
 _REQUEST_FIELDS: Any = None  # (attrgetter of Request's fields, index of ``parts``), on first use

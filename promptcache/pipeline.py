@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from .errors import ConfigError
-from .ingest import InputStats, ReadOptions, merge_by_arrival, read_requests
+from .ingest import InputStats, ReadOptions, read_inputs
 from .ingest.common import provider_for_model
 from .model import Divergence, Request
 from .pricing import PriceBook, Rates, tokens_cost
@@ -89,8 +89,10 @@ class AuditOptions:
                 block size below 1, or a negative ``top``.
         """
         if self.ttl is not None and (isinstance(self.ttl, bool) or not isinstance(self.ttl, (int, float))
-                                     or self.ttl < 0):
-            raise ConfigError(f"--ttl must be a number of seconds >= 0 (0 disables expiry), got {self.ttl!r}")
+                                     or not self.ttl >= 0):  # NaN fails every comparison
+            raise ConfigError(f"--ttl must be a number of seconds >= 0 (0 or inf: never expire), got {self.ttl!r}")
+        if self.ttl == float("inf"):
+            self.ttl = 0  # never expire: what 0 means to the rules
         for name, v in (("--capacity-tokens", self.capacity_tokens), ("--block-size", self.block_size),
                         ("--hash-block-size", self.read.hash_block_tokens)):
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
@@ -427,7 +429,7 @@ class Pipeline:
         if self.requests is not None:
             stream = iter(self.requests)
         else:
-            stream = merge_by_arrival([read_requests(p, st, self.opts.read) for p, st in zip(self.paths, self.inputs)])
+            stream = read_inputs(self.paths, self.inputs, self.opts.read)
         if self.partition is not None:
             k, n = self.partition
             stream = (r for r in stream if self.partition_of(r, n) == k)
@@ -753,6 +755,31 @@ def collect(pipe: Pipeline, *, progress: Callable[[int], None] | None = None,
                    dict(state.ns_rules), tokenizers, list(state.warnings), pipe.inputs, pipe.first_t, pipe.last_t)
 
 
+#: Reported input tokens more than this share above the rendered prompt are counted (the
+#: rendering framing and tokenizer differences stay well below it; a prompt partly missing
+#: from the log does not).
+OVER_REPORTED = 0.20
+
+
+def over_reported(outcomes: Sequence[Outcome], inputs: Sequence[InputStats]) -> None:
+    """Count, per file, the requests whose reported input tokens exceed their rendered prompt
+    by more than :data:`OVER_REPORTED` (set on ``inputs``: ``over_reported`` and an example)."""
+    by_path = {st.path: st for st in inputs}
+    counts: dict[str, list[Any]] = {}
+    for o in outcomes:
+        u = o.usage
+        if u is not None and u.input_tokens > (1 + OVER_REPORTED) * o.prompt_tokens and u.input_tokens - o.prompt_tokens > 16:
+            c = counts.get(o.path)
+            if c is None:
+                counts[o.path] = [1, (o.line, u.input_tokens, o.prompt_tokens)]
+            else:
+                c[0] += 1
+    for path, (n, ex) in counts.items():
+        st = by_path.get(path)
+        if st is not None:
+            st.over_reported, st.over_reported_example = n, ex
+
+
 def assemble(part: Partial, opts: AuditOptions, book: PriceBook) -> AuditResult:
     """Price a (merged) :class:`Partial` and build the :class:`AuditResult`."""
     from .diagnose.accounting import build as accounting
@@ -767,8 +794,9 @@ def assemble(part: Partial, opts: AuditOptions, book: PriceBook) -> AuditResult:
     if missing:
         warnings.append(f"{missing} request(s) have no arrival time: each is audited right after the request "
                         "before it in its file, and TTLs are not evaluated for them")
+    over_reported(part.outcomes, part.inputs)
     for st in part.inputs:  # read but not audited: usage-only requests, records that are no LLM call
-        if st.requests == 0 and not st.no_content and not st.ignored:
+        if st.requests == 0 and not st.readable and st.duplicate_of is None:
             warnings.append(f"{st.path}: no requests found" + (f" ({st.skipped_lines} record(s) skipped)"
                                                                if st.skipped_lines else " (an empty file?)"))
         warnings.extend(st.notes())

@@ -241,8 +241,10 @@ def test_options_are_validated_and_empty_logs_are_said(tmp_path):
             AuditOptions(**bad)
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
-    res = audit([empty], AuditOptions())
-    assert res.outcomes == [] and any("empty.jsonl: no requests found" in w for w in res.warnings)
+    from promptcache.errors import InputError
+
+    with pytest.raises(InputError, match="empty.jsonl: empty"):  # nothing to audit is an input error (exit 2)
+        audit([empty], AuditOptions())
 
 
 def test_a_run_that_ends_the_process_leaves_its_state_to_the_exit(monkeypatch):

@@ -71,7 +71,6 @@ def test_detection_of_other_shapes(rec, fmt):
 
 
 @pytest.mark.parametrize("name,line,reason", [
-    ("litellm.jsonl", 3, "not a time: 'yesterday'"),
     ("langfuse.jsonl", 4, "'input' is neither a prompt string"),
     ("helicone.jsonl", 3, "request_body is a string but not JSON"),
     ("otel.jsonl", 3, "span badspan000000001: attributes is neither"),
@@ -92,7 +91,10 @@ def test_malformed_record_reported_with_its_line(name, line, reason):
 
 def test_litellm_spend_logs_and_payloads():
     by_id, reqs, st = read("litellm.jsonl")
-    assert st.format == "litellm" and st.requests == 3
+    assert st.format == "litellm" and st.requests == 4
+    # line 3's startTime "yesterday" is no time: the request stays, untimed, and the reason is counted
+    assert by_id["chatcmpl-lt-bad"].arrival is None and st.skipped_lines == 0
+    assert (st.times.unusable, st.times.unusable_examples) == (1, [(3, "not a time: 'yesterday'")])
     r1 = by_id["chatcmpl-lt-1"]  # the prompt comes from proxy_server_request
     assert shape(r1) == [("system", "messages[0].content", "system"), ("user", "messages[1].content", "user")]
     assert r1.parts[1].text == "How do I rotate an API key?"
@@ -329,11 +331,11 @@ def test_audit_sharegpt_turns_share_history():
 def test_audit_litellm_simulates_and_keeps_usage_only_rows_out():
     res = audit([LOGS / "litellm.jsonl"])
     o = outcomes(res)
-    assert sorted(o) == ["chatcmpl-lt-1", "chatcmpl-lt-2", "slp-3"]
+    assert sorted(o) == ["chatcmpl-lt-1", "chatcmpl-lt-2", "chatcmpl-lt-bad", "slp-3"]  # lt-bad: untimed, not dropped
     assert 0 < o["chatcmpl-lt-1"].prompt_tokens == o["chatcmpl-lt-2"].shared_prefix_tokens
     assert o["chatcmpl-lt-2"].divergence.segment == "messages[2].content"
-    rep = res.scenarios["reported"]  # the three simulated rows only: 1200 + 1300 + 3000, 1024 + 1152 + 2000 cached
-    assert (rep.requests, rep.prompt_tokens, rep.cached_tokens, rep.cache_write_tokens) == (3, 5500, 4176, 500)
+    rep = res.scenarios["reported"]  # the four simulated rows only: 1200 + 1300 + 10 + 3000, 1024 + 1152 + 2000 cached
+    assert (rep.requests, rep.prompt_tokens, rep.cached_tokens, rep.cache_write_tokens) == (4, 5510, 4176, 500)
     assert any("1 request(s) carry no prompt content" in w and "500 prompt tokens" in w for w in res.warnings)
 
 
@@ -348,4 +350,4 @@ def test_audit_bailian_blocks_under_vllm():
 def test_audit_notes_ignored_records():
     res = audit([LOGS / "otel.jsonl"])
     assert len(res.outcomes) == 5
-    assert any("skipped 2 record(s) that are no LLM call" in w for w in res.warnings)
+    assert any("skipped 2 record(s) that hold no LLM request to audit" in w for w in res.warnings)

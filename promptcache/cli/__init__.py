@@ -39,6 +39,7 @@ app.add_typer(_rules.app, name="rules")
 app.command("kv")(_kv.kv_cmd)
 app.command("propose")(_propose.propose_cmd)
 app.command("replay")(_replay.replay_cmd)
+app.command("formats")(__import__("promptcache.cli.formats", fromlist=["formats_cmd"]).formats_cmd)
 
 
 def _version(value: bool) -> None:

@@ -1,38 +1,56 @@
 """Log readers: any supported log file → a stream of :class:`~promptcache.model.Request`.
 
-The format is detected per file from its first valid record (``--input-format`` forces one).
-Malformed records are counted in :class:`InputStats` with file:line and reason, and never stop
-the file unless ``strict`` is set.
+The producer of each record is detected per record (:mod:`.registry`; ``--input-format``
+forces one): the reader of the record before is asked first (a file mostly holds one shape),
+and only a record it does not claim goes to the whole registry. Every record read ends as
+exactly one of: a request, a usage-only record, joined to another record's request, a duplicate
+of a call counted already, skipped with a reason, or malformed (:mod:`.outcomes`), counted per
+file in :class:`InputStats`; nothing is dropped silently, and a malformed record never stops the
+file unless ``strict`` is set.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
-from dataclasses import dataclass, field
+import os
+import re
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from collections.abc import Mapping
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator, Sequence
 
-from ..errors import BadRecord, InputError
-from ..model import Request, Response, Source, Usage
-from .bodies import BODY_APIS, base_fields, body_format, default_id, parse_body
-from .common import MAPPING, Skipped, provider_for_model, unwrap
-from .fields import ID_KEYS, first
-from .hashed import MOONCAKE_BLOCK_TOKENS, BailianReader, looks_bailian, parse_hashed
-from .helicone import looks_helicone, parse_helicone
-from .jsonio import iter_records
-from .langfuse import looks_langfuse, parse_langfuse
-from .litellm import looks_litellm, parse_litellm
-from .otel import looks_otel, parse_otel
-from .prompt import looks_prompt, parse_prompt
-from .sharegpt import looks_sharegpt, parse_sharegpt
+import orjson
+
+from ..errors import BadRecord, ConfigError, InputError
+from ..model import Request, Source, Usage
+from . import fields as _fields
+from .jsonio import ReadNotes, TextLine, iter_records, local_path
+from .outcomes import Keyed, Skipped
+from .reader import Reader
+from .registry import READERS, claimants
+from .usage import check_usage
 
 #: Keep at most this many bad-line messages per file (all are counted).
 MAX_REPORTED_ERRORS = 50
 #: Requests held to restore arrival order in logs written slightly out of order (gateways log
-#: on completion, so neighbours swap by their latency).
+#: on completion, so neighbours swap by their latency), and to join records of one call that
+#: arrive apart (a span and the log record with its content, a batch request and its result).
 REORDER_WINDOW = 4096
+#: Keys of superseded wrapper records remembered per file (a wrapper that comes after its leaf).
+SUPERSEDED_KEPT = 65536
+#: A file is "mostly not requests" when more than this share of its records are usage-only,
+#: skipped or malformed (records joined to a request, and duplicates of one, belong to requests).
+MOSTLY = 0.5
+#: Examples kept per kind of problem.
+EXAMPLES = 5
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(reason: str) -> str:
+    """A reason without control characters (``\x1b`` and the like shown as ``\x1b``): reasons
+    may quote record values, and they are printed to terminals."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", reason) if _CONTROL.search(reason) else reason
 
 
 @dataclass
@@ -55,181 +73,196 @@ class ReadOptions:
 
 @dataclass
 class InputStats:
-    """What reading one file produced.
+    """What reading one file produced. Every record read is counted once in
+    ``requests + usage_only + joined + duplicates + sum(skipped) + skipped_lines`` (``records``).
 
     Attributes:
         path: the file.
-        format: detected or forced format name (``None`` when nothing valid was found).
-        requests: requests read.
-        skipped_lines: malformed records skipped.
-        errors: the first :data:`MAX_REPORTED_ERRORS` ``(line, reason)`` pairs.
+        format: the first format read in it (``None`` when nothing was recognised).
+        formats: records per format (a file may mix shapes).
+        records: records read: lines, array items, CSV rows, and each span, observation or row
+            of a record that holds several.
+        requests: requests passed on (with a prompt or block hashes).
+        usage_only: requests the log records without their prompt (OpenTelemetry spans without
+            content capture, LiteLLM rows without stored prompts, batch results alone): not
+            passed on, so not simulated; ``usage_only_usage`` sums their reported usage.
+        joined: records joined to another record's request (a batch output to its input, a log
+            record with a span's content, a server's "finished" line to its "received" line).
+        duplicates: records of a call already counted (a wrapper generation or span over the
+            same call as its leaf).
+        skipped: records of a known producer that are no LLM request, by reason.
+        skipped_lines: malformed records (``errors``: the first ``(line, reason)`` pairs).
         missing_arrival: requests without an arrival time.
         out_of_order: requests that arrived earlier than one already passed on beyond the
             reorder window.
-        no_content: requests the log records without their prompt (OpenTelemetry spans
-            without content capture, LiteLLM rows without stored prompts, Langfuse
-            generations without ``input``): not passed on, so not simulated.
-        no_content_usage: the reported usage of those requests, summed (tokens).
-        ignored: records (or items inside one) of a known format that are no LLM request,
-            by reason (Langfuse ``SPAN`` observations, OpenTelemetry tool and agent spans).
+        duplicate_ids: requests whose id an earlier request of the run had
+            (``duplicate_id_example``: ``(id, line)`` of the first).
+        bad_usage: requests whose reported usage is impossible (left out of the ``reported``
+            scenario; ``bad_usage_examples``: ``(line, reason)``).
+        prefix_on_server: requests whose prompt continues a server-side conversation the log
+            does not hold (OpenAI ``previous_response_id`` of a response not in the log).
+        ambiguous: records two readers claimed, by ``"a|b"`` (read as the first).
+        duplicate_of: set when this path is the same file as an earlier input (not read again).
+        times: what reading the times found (zones, unusable times; :class:`~.fields.TimeNotes`).
+        decoding: what decoding needed (:class:`~.jsonio.ReadNotes`).
+        over_reported: requests whose reported input tokens exceed the rendered prompt by more
+            than 20% (set by the pipeline after tokenizing; ``over_reported_example``:
+            ``(line, reported, rendered)``).
     """
 
     path: str
     format: str | None = None
+    formats: dict[str, int] = field(default_factory=dict)
+    records: int = 0
     requests: int = 0
+    usage_only: int = 0
+    usage_only_usage: Usage = field(default_factory=lambda: Usage(0))
+    joined: int = 0
+    duplicates: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
     skipped_lines: int = 0
     errors: list[tuple[int, str]] = field(default_factory=list)
     missing_arrival: int = 0
     out_of_order: int = 0
-    no_content: int = 0
-    no_content_usage: Usage = field(default_factory=lambda: Usage(0))
-    ignored: dict[str, int] = field(default_factory=dict)
+    duplicate_ids: int = 0
+    duplicate_id_example: tuple[str, int] | None = None
+    bad_usage: int = 0
+    bad_usage_examples: list[tuple[int, str]] = field(default_factory=list)
+    prefix_on_server: int = 0
+    ambiguous: dict[str, int] = field(default_factory=dict)
+    duplicate_of: str | None = None
+    times: _fields.TimeNotes = field(default_factory=_fields.TimeNotes)
+    decoding: ReadNotes = field(default_factory=ReadNotes)
+    over_reported: int = 0
+    over_reported_example: tuple[int, int, int] | None = None
 
+    # -- the names earlier releases used -------------------------------------------------------
+    @property
+    def no_content(self) -> int:
+        """``usage_only`` (the name of earlier releases)."""
+        return self.usage_only
+
+    @property
+    def no_content_usage(self) -> Usage:
+        """``usage_only_usage`` (the name of earlier releases)."""
+        return self.usage_only_usage
+
+    @property
+    def ignored(self) -> dict[str, int]:
+        """``skipped`` (the name of earlier releases)."""
+        return self.skipped
+
+    # -- counting ------------------------------------------------------------------------------
     def add_error(self, line: int, reason: str) -> None:
         """Count a malformed record and keep its message if there is room."""
         self.skipped_lines += 1
         if len(self.errors) < MAX_REPORTED_ERRORS:
-            self.errors.append((line, reason))
+            self.errors.append((line, printable(reason)))
 
-    def add_no_content(self, req: Request) -> None:
+    def add_usage_only(self, req: Request) -> None:
         """Count a request that has no prompt content, and add up its reported usage."""
-        self.no_content += 1
-        u, t = req.usage, self.no_content_usage
+        self.usage_only += 1
+        u, t = req.usage, self.usage_only_usage
         if u is not None:
-            self.no_content_usage = Usage(t.input_tokens + u.input_tokens, t.output_tokens + u.output_tokens,
+            self.usage_only_usage = Usage(t.input_tokens + u.input_tokens, t.output_tokens + u.output_tokens,
                                           t.cache_read_tokens + u.cache_read_tokens,
                                           t.cache_write_tokens + u.cache_write_tokens,
                                           t.cache_write_1h_tokens + u.cache_write_1h_tokens)
 
+    add_no_content = add_usage_only
+
+    def skip(self, reason: str) -> None:
+        """Count a record skipped for ``reason``."""
+        reason = printable(reason)
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+    @property
+    def accounted(self) -> int:
+        """Records with an outcome: requests, usage-only, joined, duplicates, skipped, malformed."""
+        return (self.requests + self.usage_only + self.joined + self.duplicates + sum(self.skipped.values())
+                + self.skipped_lines)
+
+    @property
+    def readable(self) -> int:
+        """Records a reader recognised (all but the malformed and unknown ones)."""
+        return self.accounted - self.skipped_lines
+
+    def record(self) -> dict[str, Any]:
+        """This file's entry of the JSON report's ``inputs[]``."""
+        return {
+            "path": self.path, "format": self.format, "formats": dict(self.formats), "records": self.records,
+            "requests": self.requests, "usage_only": self.usage_only,
+            "usage_only_usage": {"input_tokens": self.usage_only_usage.input_tokens,
+                                 "cached_tokens": self.usage_only_usage.cache_read_tokens,
+                                 "cache_write_tokens": self.usage_only_usage.cache_write_tokens},
+            "joined": self.joined, "duplicates": self.duplicates, "skipped": dict(self.skipped),
+            "skipped_lines": self.skipped_lines, "errors": [{"line": ln, "reason": r} for ln, r in self.errors],
+            "missing_arrival": self.missing_arrival, "out_of_order": self.out_of_order,
+            "duplicate_ids": self.duplicate_ids, "bad_usage": self.bad_usage, "prefix_on_server": self.prefix_on_server,
+            "over_reported": self.over_reported, "untimed": self.times.unusable, "naive_times": self.times.naive,
+            "duplicate_of": self.duplicate_of,
+        }
+
     def notes(self) -> list[str]:
-        """One-line notes for the user about what was read but is not audited (empty when all
-        was): requests without prompt content with their reported usage, and ignored records."""
+        """One-line warnings about this file: what was read but is not audited, and every
+        oddity found (empty when there is nothing to say)."""
+        p = self.path
+        if self.duplicate_of is not None:
+            return [f"{p}: the same file as {self.duplicate_of}: audited once"]
         out = []
-        if self.no_content:
-            u = self.no_content_usage
-            out.append(f"{self.path}: {self.no_content:,} request(s) carry no prompt content (e.g. OpenTelemetry spans "
-                       f"recorded without content capture): not simulated; their reported usage is "
-                       f"{u.input_tokens:,} prompt tokens, {u.cache_read_tokens:,} cached, "
+        if self.usage_only:
+            u = self.usage_only_usage
+            out.append(f"{p}: {self.usage_only:,} request(s) carry no prompt content (usage only, e.g. OpenTelemetry "
+                       f"spans recorded without content capture, batch results without their requests): not simulated; "
+                       f"their reported usage is {u.input_tokens:,} prompt tokens, {u.cache_read_tokens:,} cached, "
                        f"{u.cache_write_tokens:,} written")
-        if self.ignored:
-            what = ", ".join(f"{reason}: {n:,}" for reason, n in sorted(self.ignored.items()))
-            out.append(f"{self.path}: skipped {sum(self.ignored.values()):,} record(s) that are no LLM call ({what})")
+        if self.skipped:
+            what = ", ".join(f"{reason}: {n:,}" for reason, n in sorted(self.skipped.items()))
+            out.append(f"{p}: skipped {sum(self.skipped.values()):,} record(s) that hold no LLM request to audit ({what})")
+        if self.duplicates:
+            out.append(f"{p}: {self.duplicates:,} record(s) log a call another record logs too (a wrapper generation "
+                       "or span over its leaf call): counted once")
+        other = self.usage_only + sum(self.skipped.values()) + self.skipped_lines
+        if self.records and other > MOSTLY * self.records:
+            out.append(f"{p}: {other:,} of its {self.records:,} record(s) are no request with a prompt (usage-only, "
+                       "skipped or malformed; see the inputs table, and `promptcache formats FILE`)")
+        if self.ambiguous:
+            what = ", ".join(f"{k.replace('|', ' and ')}: {n:,}" for k, n in self.ambiguous.items())
+            out.append(f"{p}: record(s) match two formats ({what}); read as the first (force one with --input-format)")
+        if self.bad_usage:
+            ex = "; ".join(f"line {ln}: {r}" for ln, r in self.bad_usage_examples)
+            out.append(f"{p}: {self.bad_usage:,} request(s) report impossible usage ({ex}): left out of the "
+                       "'reported' scenario")
+        if self.prefix_on_server:
+            out.append(f"{p}: {self.prefix_on_server:,} request(s) continue a server-side conversation whose earlier "
+                       "turns the log does not hold (previous_response_id or conversation): simulated on what they "
+                       "send only, so their prompt and cost are understated (their reported usage is not)")
+        if self.over_reported and self.over_reported_example:
+            ln, rep, ren = self.over_reported_example
+            out.append(f"{p}: {self.over_reported:,} request(s) report more than 20% more input tokens than their "
+                       f"rendered prompt (e.g. line {ln}: {rep:,} reported, {ren:,} rendered): part of the prompt is not "
+                       "in the log (server-side state, tools or images the log abbreviates) or the reader is wrong")
+        if self.duplicate_ids and self.duplicate_id_example:
+            rid, ln = self.duplicate_id_example
+            out.append(f"{p}: {self.duplicate_ids:,} request(s) reuse the id of an earlier request (e.g. {rid!r} "
+                       f"at line {ln}): each is audited")
+        if self.out_of_order:
+            out.append(f"{p}: {self.out_of_order:,} request(s) arrived more than {REORDER_WINDOW:,} requests out of "
+                       "order: audited in file order there")
+        out += self.times.notes(p)
+        out += self.decoding.notes(p)
         return out
 
 
-#: What a parser returns: one request, or a list of requests (a record holding several, like an
-#: OTLP export or a ShareGPT conversation) in which :class:`~promptcache.ingest.common.Skipped`
-#: marks an item that is no LLM call and a :class:`~promptcache.errors.BadRecord` instance a
-#: malformed item (counted at the record's line; the other items are kept).
-ParseResult = Request | list[Request | Skipped | BadRecord]
-#: ``(record, source, options) → ParseResult``; raises BadRecord for a malformed record. A parser
-#: that keeps per-file state (Bailian sessions) has a ``for_file()`` method returning a fresh one.
-Parser = Callable[[Any, Source, ReadOptions], ParseResult]
-
-
-def _looks_hashed(rec: Mapping[str, Any]) -> bool:
-    return "hash_ids" in rec and "input_length" in rec
-
-
 def detect(rec: Any) -> str | None:
-    """Name the format of one record, or ``None`` when it is none of the known ones.
-
-    Order matters: hashed traces (Bailian before Mooncake), then the log formats that wrap a
-    body (OpenTelemetry, LiteLLM, Langfuse, Helicone), ShareGPT, then bare or wrapped bodies
-    (OpenAI Responses, Anthropic, OpenAI Chat, Gemini), and last plain ``{"prompt"}`` lines.
-    Keys per format: ``docs/formats.md``.
-    """
-    if not isinstance(rec, MAPPING):
-        return None
-    if _looks_hashed(rec):
-        return "bailian" if looks_bailian(rec) else "mooncake"
-    if looks_otel(rec):
-        return "otel"
-    if looks_litellm(rec):
-        return "litellm"
-    if looks_langfuse(rec):
-        return "langfuse"
-    if looks_helicone(rec):
-        return "helicone"
-    if looks_sharegpt(rec):
-        return "sharegpt"
-    try:
-        body, _, wrapper = unwrap(rec)
-    except BadRecord:
-        return None
-    fmt = body_format(body, str(wrapper.get("url", "")))
-    if fmt is not None:
-        return fmt
-    if looks_prompt(body):
-        return "prompt"
-    return None
+    """Name the format of one record (the first reader of :data:`~.registry.READERS` that
+    claims it), or ``None`` when none does."""
+    got = claimants(rec)
+    return got[0][0].name if got else None
 
 
-def _body_parser(fmt: str) -> Parser:
-    """The parser of bare and wrapped request bodies of one format."""
-    api, default_provider = BODY_APIS[fmt]
-
-    def parse(rec: Any, src: Source, opts: ReadOptions) -> Request:
-        body, resp, wrapper = unwrap(rec)
-        b = parse_body(body, fmt)
-        base = base_fields(body, resp, wrapper, src, opts.model)
-        base["provider"] = base["provider"] or default_provider
-        if fmt == "gemini" and wrapper.get("key") is not None and first((wrapper, body), ID_KEYS) is None:
-            base["id"] = str(wrapper["key"])  # Gemini Batch API lines: {"key", "request"}
-        if fmt in ("openai-chat", "openai-responses"):
-            # (issue 17, the smallest change for diagnosis until the per-producer readers fill
-            # these: the routing identifiers, the server-side chain and a chat response's turn)
-            base["affinity"] = {k: str(body[k]) for k in ("user", "safety_identifier") if body.get(k) is not None}
-            prev = body.get("previous_response_id")
-            base["previous_response_id"] = str(prev) if prev is not None else None
-            if isinstance(resp, MAPPING) and resp is not rec:
-                ch = resp.get("choices")
-                msg = ch[0].get("message") if isinstance(ch, list) and ch and isinstance(ch[0], MAPPING) else None
-                turn: tuple = ()
-                if isinstance(msg, MAPPING) and fmt == "openai-chat":
-                    from .openai import _chat_message
-                    try:
-                        turn = tuple(_chat_message(len(body.get("messages") or ()), msg))
-                    except BadRecord:
-                        turn = ()
-                up = resp.get("provider")
-                base["response"] = Response(id=str(resp["id"]) if resp.get("id") is not None else None,
-                                            upstream=str(up) if isinstance(up, str) else None, parts=turn)
-        return Request(format=fmt, api=api, parts=b.parts, params=b.params, cache_key=b.cache_key,
-                       cache_retention=b.retention, **base)
-
-    parse.__name__ = parse.__qualname__ = f"parse_{fmt.replace('-', '_')}"
-    parse.__doc__ = f"A bare or wrapped {fmt} request body → a Request (raises BadRecord when malformed)."
-    return parse
-
-
-def _parse_mooncake(rec: Any, src: Source, opts: ReadOptions) -> Request:
-    if not isinstance(rec, MAPPING):
-        raise BadRecord("record is not a JSON object")
-    hp, arrival, _ = parse_hashed(rec, opts.hash_block_tokens or MOONCAKE_BLOCK_TOKENS)
-    rid = rec.get("id", rec.get("request_id"))
-    return Request(
-        id=str(rid) if rid is not None else default_id(src), source=src,
-        format="mooncake", api="hashed", provider=provider_for_model(opts.model), model=opts.model,
-        arrival=arrival, hashed=hp, session=str(rec["chat_id"]) if rec.get("chat_id") is not None else None,
-    )
-
-
-#: Format name → parser. Later issues add formats here; detection lives in :func:`detect`.
-PARSERS: dict[str, Parser] = {
-    "openai-chat": _body_parser("openai-chat"),
-    "openai-responses": _body_parser("openai-responses"),
-    "anthropic": _body_parser("anthropic"),
-    "gemini": _body_parser("gemini"),
-    "mooncake": _parse_mooncake,
-    "bailian": BailianReader(),
-    "litellm": parse_litellm,
-    "langfuse": parse_langfuse,
-    "helicone": parse_helicone,
-    "otel": parse_otel,
-    "sharegpt": parse_sharegpt,
-    "prompt": parse_prompt,
-}
+#: Format name → reader (callable as ``reader(record, source, options)`` → requests).
+PARSERS: dict[str, Reader] = {r.name: r for r in READERS}
 
 
 def available_formats() -> list[str]:
@@ -237,100 +270,393 @@ def available_formats() -> list[str]:
     return sorted(PARSERS)
 
 
-def _for_file(parser: Parser) -> Parser:
-    """The parser to use for one file: a fresh one for parsers with per-file state."""
-    fresh = getattr(parser, "for_file", None)
-    return fresh() if callable(fresh) else parser
+class _Entry:
+    """A request held in a file's window: joinable by its keys until it leaves."""
+
+    __slots__ = ("req", "reader", "keys", "alive")
+
+    def __init__(self, req: Request, reader: Reader, keys: tuple[str, ...]):
+        self.req = req
+        self.reader = reader
+        self.keys = keys
+        self.alive = True
 
 
-def read_requests(path: str | Path, stats: InputStats, opts: ReadOptions | None = None) -> Iterator[Request]:
+class Responses:
+    """Records of response-only files (batch outputs and results, Response objects), read before
+    the other inputs so that requests in any file join them by key.
+
+    Attributes:
+        table: key → ``[request, reader, stats of its file, used]``.
+    """
+
+    def __init__(self) -> None:
+        self.table: dict[str, list[Any]] = {}
+
+    def add(self, keyed: Keyed, reader: Reader, stats: InputStats) -> None:
+        """Keep a response by its keys; one without keys is a usage-only record, one whose key a
+        response kept already has is a duplicate (a batch's result written twice)."""
+        if not keyed.keys:
+            stats.add_usage_only(keyed.request)
+            return
+        if any(k in self.table for k in keyed.keys):
+            stats.duplicates += 1
+            return
+        entry = [keyed.request, reader, stats, False]
+        for k in keyed.keys:
+            self.table[k] = entry
+
+    def take(self, keys: tuple[str, ...]) -> tuple[Request, Reader] | None:
+        """The response with one of ``keys`` not joined yet (marked joined), else ``None``."""
+        for k in keys:
+            e = self.table.get(k)
+            if e is not None and not e[3]:
+                e[3] = True
+                e[2].joined += 1
+                return e[0], e[1]
+        return None
+
+    def finish(self) -> None:
+        """Count the responses no request joined as usage-only records of their files."""
+        seen: set[int] = set()
+        for e in self.table.values():
+            if id(e) in seen:
+                continue
+            seen.add(id(e))
+            if not e[3]:
+                e[2].add_usage_only(e[0])
+
+
+class _FileReader:
+    """Reads one file: per-record detection, outcomes, the reorder and join window."""
+
+    def __init__(self, path: str, stats: InputStats, opts: ReadOptions, responses: Responses | None,
+                 seen_ids: dict[str, tuple[str, int]] | None, collect: bool = False):
+        self.path = path
+        self.stats = stats
+        self.opts = opts
+        self.responses = responses
+        self.collect = collect  # a response-only file: keyed records go to ``responses``
+        self.seen_ids = seen_ids if seen_ids is not None else {}
+        self.readers: dict[str, Reader] = {}
+        self.recent: list[Reader] = []  # the file's readers, most recently used first
+        self.window: list[tuple[float, int, _Entry]] = []
+        self.index: dict[str, _Entry] = {}
+        self.superseded: OrderedDict[str, _Entry] = OrderedDict()  # wrapper key → its leaf
+        self.seq = itertools.count()
+        self.last_out = float("-inf")
+        self.last_in = float("-inf")
+
+    # -- detection -----------------------------------------------------------------------------
+    def instance(self, proto: Reader) -> Reader:
+        r = self.readers.get(proto.name)
+        if r is None:
+            r = self.readers[proto.name] = proto.for_file()
+        return r
+
+    def detect(self, rec: Any) -> Reader | None:
+        """The reader of a record the current one did not claim: a reader already used in this
+        file that claims it, else the registry's claimants (two: counted as ambiguous)."""
+        for r in self.recent[1:]:
+            try:
+                mine = r.claim(rec) is not None
+            except Exception:  # noqa: BLE001 - see run()
+                mine = False
+            if mine:
+                self.recent.remove(r)
+                self.recent.insert(0, r)
+                return r
+        got = claimants(rec)
+        if not got:
+            return None
+        if len(got) > 1:
+            key = "|".join(r.name for r, _ in got)
+            self.stats.ambiguous[key] = self.stats.ambiguous.get(key, 0) + 1
+        r = self.instance(got[0][0])
+        if r in self.recent:
+            self.recent.remove(r)
+        self.recent.insert(0, r)
+        return r
+
+    # -- the loop ------------------------------------------------------------------------------
+    def run(self) -> Iterator[Request]:
+        st, opts = self.stats, self.opts
+        forced: Reader | None = None
+        if opts.input_format:
+            forced = self.instance(PARSERS[opts.input_format])
+            st.format = forced.name
+        notes = st.times
+        current: Reader | None = forced
+        for line, rec in iter_records(self.path, reuse_history=True, notes=st.decoding):
+            st.records += 1
+            if isinstance(rec, BadRecord):
+                self.malformed(line, str(rec))
+                continue
+            if forced is None:
+                try:
+                    mine = current is not None and current.claim(rec) is not None
+                except Exception:  # noqa: BLE001 - a claim never raises; one that does claims nothing
+                    mine = False
+                if not mine:
+                    found = self.detect(rec)
+                    if found is None and current is not None and current.records != "text" \
+                            and not isinstance(rec, TextLine):
+                        # no reader claims it: the file's shape so far reads it, or says what is wrong with it
+                        found = current
+                    current = found
+                    if current is None:
+                        self.malformed(line, "a text line no log format matches" if isinstance(rec, TextLine)
+                                       else "not a record of any known format (see `promptcache formats FILE`; "
+                                            "--input-format forces one)")
+                        continue
+                    if st.format is None:
+                        st.format = current.name
+                r = current
+            else:
+                r = forced
+                if (r.records == "text") != isinstance(rec, TextLine):
+                    self.malformed(line, f"not a record --input-format {r.name} reads "
+                                         f"({'a text line' if isinstance(rec, TextLine) else 'a JSON or CSV record'})")
+                    continue
+            st.formats[r.name] = st.formats.get(r.name, 0) + 1
+            notes.line = line
+            _fields.NOTES = notes
+            try:
+                got = r.read(rec, Source(self.path, line), opts)
+            except BadRecord as e:
+                self.malformed(line, str(e))
+                continue
+            except RecursionError:
+                self.malformed(line, "nested too deep to read")
+                continue
+            except (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError) as e:
+                self.malformed(line, f"cannot be read ({type(e).__name__}: {e})")
+                continue
+            finally:
+                _fields.NOTES = None
+            if isinstance(got, list):
+                if not got:
+                    st.skip("a record that holds no request (an empty export or page)")
+                    continue
+                st.records += len(got) - 1  # every item is a record of its own
+                for item in got:
+                    yield from self.outcome(item, r, line)
+            else:
+                yield from self.outcome(got, r, line)
+        while self.window:
+            yield from self.pop()
+
+    def malformed(self, line: int, reason: str) -> None:
+        if self.opts.strict:
+            raise InputError(reason, path=self.path, line=line)
+        self.stats.add_error(line, reason)
+
+    def outcome(self, item: Any, reader: Reader, line: int) -> Iterator[Request]:
+        st = self.stats
+        if isinstance(item, Skipped):
+            st.skip(item.reason)
+            return
+        if isinstance(item, Exception):
+            self.malformed(line, str(item))
+            return
+        if isinstance(item, Keyed):
+            req, keys, supersedes = item.request, item.keys, item.supersedes
+        else:
+            req, keys, supersedes = item, (), ()
+        if self.collect:
+            assert self.responses is not None
+            self.responses.add(Keyed(req, keys), reader, st)
+            return
+        for k in keys:
+            if k in self.superseded:  # a wrapper whose leaf came first
+                st.duplicates += 1
+                leaf = self.superseded[k]
+                if leaf is not None and leaf.alive and not leaf.req.parts and leaf.req.hashed is None and req.parts:
+                    leaf.req = leaf.reader.merge(leaf.req, req)  # the leaf logged no prompt: the wrapper's stands in
+                return
+        wrapped: list[str] = []
+        for k in supersedes:
+            e = self.index.get(k)
+            if e is not None and e.alive:
+                e.alive = False
+                st.duplicates += 1
+                for kk in e.keys:
+                    self.index.pop(kk, None)
+                if not req.parts and req.hashed is None and e.req.parts:
+                    req = reader.merge(req, e.req)  # the leaf logged no prompt: the wrapper's stands in
+            else:
+                wrapped.append(k)
+        for k in keys:
+            e = self.index.get(k)
+            if e is not None and e.alive:  # a second record of the same call
+                e.req = e.reader.merge(e.req, req)
+                st.joined += 1
+                return
+        if keys and self.responses is not None:
+            got = self.responses.take(keys)
+            if got is not None:
+                req = reader.merge(req, got[0])
+        entry = _Entry(req, reader, keys)
+        for k in keys:
+            self.index[k] = entry
+        for k in wrapped:  # its wrapper may come later: it is a duplicate then
+            self.superseded[k] = entry
+            if len(self.superseded) > SUPERSEDED_KEPT:
+                self.superseded.popitem(last=False)
+        if req.arrival is None:  # keeps its place after the request before it in the file
+            t = self.last_in
+        else:
+            t = self.last_in = req.arrival
+        heapq.heappush(self.window, (t, next(self.seq), entry))
+        if len(self.window) > REORDER_WINDOW:
+            yield from self.pop()
+
+    def pop(self) -> Iterator[Request]:
+        t, _, e = heapq.heappop(self.window)
+        for k in e.keys:
+            if self.index.get(k) is e:
+                del self.index[k]
+        if not e.alive:
+            return
+        e.alive = False  # passed on: nothing merges into it any more
+        st = self.stats
+        req = e.req
+        problem = check_usage(req.usage) if req.usage is not None else None
+        if problem is not None:
+            st.bad_usage += 1
+            if len(st.bad_usage_examples) < EXAMPLES:
+                st.bad_usage_examples.append((req.source.line, problem))
+            req = replace(req, usage=None)
+        if req.params:
+            try:
+                orjson.dumps(req.params)
+            except TypeError:
+                self.malformed(req.source.line, "request parameters nested too deep (or not JSON) to compare")
+                return
+        if not req.parts and req.hashed is None:
+            st.add_usage_only(req)
+            return
+        if t < self.last_out:
+            st.out_of_order += 1
+        self.last_out = max(self.last_out, t)
+        st.requests += 1
+        if req.arrival is None:
+            st.missing_arrival += 1
+        if req.prefix_on_server:
+            st.prefix_on_server += 1
+        prev = self.seen_ids.get(req.id)
+        if prev is None:
+            self.seen_ids[req.id] = (self.path, req.source.line)
+        else:
+            st.duplicate_ids += 1
+            if st.duplicate_id_example is None:
+                st.duplicate_id_example = (req.id, req.source.line)
+        yield req
+
+
+def read_requests(path: str | Path, stats: InputStats, opts: ReadOptions | None = None, *,
+                  responses: Responses | None = None, seen_ids: dict[str, tuple[str, int]] | None = None
+                  ) -> Iterator[Request]:
     """Stream the requests of one log file, in arrival order where the log has arrival times.
 
     A record may hold several requests (an OTLP export, a ShareGPT conversation, a Langfuse
-    page): each is passed on with the record's line. Requests without prompt content are
-    counted in ``stats.no_content`` with their usage and not passed on; records that are no
-    LLM call are counted in ``stats.ignored``; malformed records, or malformed items of a
-    record, in ``stats.errors`` (see :class:`InputStats`).
+    page): each is passed on with the record's line. Usage-only requests, joined records,
+    duplicates, skipped and malformed records are counted in ``stats`` (see
+    :class:`InputStats`) and not passed on.
 
     Args:
-        path: JSONL, JSON array or ``.gz`` file.
-        stats: filled while reading (format, counts, bad lines).
+        path: a log file (JSONL, JSON, CSV, text log, ``.gz``), or ``-`` for standard input.
+        stats: filled while reading (formats, counts, bad lines).
         opts: reading options.
+        responses: responses read from other files, which requests of this one may join.
+        seen_ids: ids of the run's requests so far (duplicate ids are counted).
 
     Raises:
         InputError: when the file cannot be opened, or on the first bad record with ``strict``.
         ConfigError: for an unknown forced format.
     """
-    from ..errors import ConfigError
-
     opts = opts or ReadOptions()
     if opts.input_format and opts.input_format not in PARSERS:
         raise ConfigError(f"unknown input format {opts.input_format!r}; available: {', '.join(available_formats())}")
-    spath = str(path)
-    parser: Parser | None = _for_file(PARSERS[opts.input_format]) if opts.input_format else None
-    stats.format = opts.input_format
-    seq = itertools.count()
-    window: list[tuple[float, int, Request]] = []
-    last_out = float("-inf")
+    yield from _FileReader(str(path), stats, opts, responses, seen_ids).run()
 
-    last_in = float("-inf")
 
-    def emit(req: Request) -> Iterator[Request]:
-        nonlocal last_out, last_in
-        if req.arrival is None:  # keeps its place after the request before it in the file
-            stats.missing_arrival += 1
-            t = last_in
-        else:
-            t = last_in = req.arrival
-        heapq.heappush(window, (t, next(seq), req))
-        if len(window) > REORDER_WINDOW:
-            t, _, r = heapq.heappop(window)
-            if t < last_out:
-                stats.out_of_order += 1
-            last_out = max(last_out, t)
-            yield r
+def _same_file(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    if "-" in (a, b):
+        return False
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
 
-    for line, rec in iter_records(spath, reuse_history=True):
-        if isinstance(rec, BadRecord):
-            if opts.strict:
-                raise InputError(str(rec), path=spath, line=line)
-            stats.add_error(line, str(rec))
-            continue
-        if parser is None:
-            fmt = detect(rec)
-            if fmt is None:
-                reason = "not a request of any known format (use --input-format)"
-                if opts.strict:
-                    raise InputError(reason, path=spath, line=line)
-                stats.add_error(line, reason)
+
+def _responses_only(path: str, opts: ReadOptions) -> bool:
+    """Whether a file's first readable record is of a response-only reader (batch outputs and
+    results, Response objects)."""
+    if opts.input_format:
+        return PARSERS[opts.input_format].responses_only
+    try:
+        for _, rec in itertools.islice(iter_records(path), 8):
+            if isinstance(rec, BadRecord):
                 continue
-            stats.format = fmt
-            parser = _for_file(PARSERS[fmt])
-        try:
-            got = parser(rec, Source(spath, line), opts)
-        except BadRecord as e:
-            if opts.strict:
-                raise InputError(str(e), path=spath, line=line) from None
-            stats.add_error(line, str(e))
-            continue
-        for item in got if isinstance(got, list) else (got,):
-            if isinstance(item, BadRecord):
-                if opts.strict:
-                    raise InputError(str(item), path=spath, line=line)
-                stats.add_error(line, str(item))
-            elif isinstance(item, Skipped):
-                stats.ignored[item.reason] = stats.ignored.get(item.reason, 0) + 1
-            elif not item.parts and item.hashed is None:
-                stats.add_no_content(item)
-            else:
-                stats.requests += 1
-                yield from emit(item)
-    while window:
-        t, _, r = heapq.heappop(window)
-        if t < last_out:
-            stats.out_of_order += 1
-        last_out = max(last_out, t)
-        yield r
+            got = claimants(rec)
+            return bool(got) and got[0][0].responses_only
+    except InputError:
+        return False
+    return False
+
+
+def read_inputs(paths: Sequence[str | Path], stats: Sequence[InputStats], opts: ReadOptions | None = None
+                ) -> Iterator[Request]:
+    """Stream the requests of a run's input files, merged in arrival order.
+
+    The same file given twice is read once (the second's stats say ``duplicate_of``).
+    Response-only files (batch outputs and results) are read first, so that the requests of
+    the other files join them by key (``custom_id``); a response no request joined counts as a
+    usage-only record of its file.
+
+    Raises:
+        InputError: for an unreadable file, a bad record with ``strict``, or when no input holds
+            a single record any reader recognises (empty files, or nothing but malformed lines).
+        ConfigError: for an unknown forced format.
+    """
+    opts = opts or ReadOptions()
+    if opts.input_format and opts.input_format not in PARSERS:
+        raise ConfigError(f"unknown input format {opts.input_format!r}; available: {', '.join(available_formats())}")
+    sp = [str(p) for p in paths]
+    unique: list[int] = []
+    for i, p in enumerate(sp):
+        first = next((j for j in unique if _same_file(sp[j], p)), None)
+        if first is None:
+            unique.append(i)
+        else:
+            stats[i].duplicate_of = sp[first]
+    if "-" in sp:
+        local_path("-")  # read standard input once, before anything forks
+    responses = Responses()
+    seen_ids: dict[str, tuple[str, int]] = {}
+    streams = []
+    first = [i for i in unique if _responses_only(sp[i], opts)]
+    for i in first:
+        for _ in _FileReader(sp[i], stats[i], opts, responses, seen_ids, collect=True).run():
+            pass
+    for i in unique:
+        if i not in first:
+            streams.append(read_requests(sp[i], stats[i], opts, responses=responses, seen_ids=seen_ids))
+    yield from merge_by_arrival(streams)
+    responses.finish()
+    if not any(st.readable for st in stats):
+        raise InputError("no record in any input is one a log format recognises: "
+                         + "; ".join(_why_empty(st) for st in stats if st.duplicate_of is None))
+
+
+def _why_empty(st: InputStats) -> str:
+    if not st.records:
+        return f"{st.path}: empty"
+    first = f" (line {st.errors[0][0]}: {st.errors[0][1]})" if st.errors else ""
+    return f"{st.path}: {st.skipped_lines:,} unreadable record(s){first}"
 
 
 def merge_by_arrival(streams: list[Iterator[Request]]) -> Iterator[Request]:

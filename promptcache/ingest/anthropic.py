@@ -16,7 +16,8 @@ from .common import HISTORY, MAPPING, PARTS, blob_digest, require_list, stable_j
 
 #: Anthropic TTL strings → seconds; "5m" is the default.
 TTL = {"5m": 300, "1h": 3600}
-PARAM_KEYS = ("tool_choice", "thinking", "output_config", "output_format", "speed", "context_management")
+PARAM_KEYS = ("tool_choice", "thinking", "output_config", "output_format", "speed", "context_management",
+              "service_tier")
 
 
 def breakpoint_of(obj: Mapping[str, Any], path: str) -> Breakpoint | None:
@@ -143,3 +144,43 @@ def _message(i: int, m: Any) -> list[Part]:
 def params_of(body: Mapping[str, Any]) -> dict[str, Any]:
     """The cache-relevant request parameters present in a Messages body."""
     return {k: body[k] for k in PARAM_KEYS if body.get(k) is not None}
+
+
+def response_parts(resp: Mapping[str, Any], n: int) -> tuple[Part, ...]:
+    """The assistant turn of a Messages response (``content`` blocks) read as the next
+    request's ``messages[n]``; empty when the response holds none."""
+    content = resp.get("content")
+    if not isinstance(content, list):
+        return ()
+    try:
+        return tuple(_message(n, {"role": "assistant", "content": content}))
+    except BadRecord:
+        return ()
+
+
+def verdict_of(resp: Any, body: Mapping[str, Any]) -> Any:
+    """Anthropic's own cache verdict from a response's ``diagnostics.cache_miss_reason``
+    (``type``: ``model_changed``, ``system_changed``, ``tools_changed``, ``messages_changed``:
+    verdicts of kind ``cache_miss`` with that reason and ``cache_missed_input_tokens``;
+    ``previous_message_not_found`` and ``unavailable``: verdicts of that kind), compared with
+    the request's ``diagnostics.previous_message_id``. ``None`` when the response has none or
+    ``cache_miss_reason`` is null (no divergence found, the first turn, or still pending: not
+    a verdict). https://platform.claude.com/docs/en/build-with-claude/cache-diagnostics
+    (beta ``cache-diagnosis-2026-04-07``; checked 2026-12-01).
+    """
+    from ..model import CacheVerdict
+
+    d = resp.get("diagnostics") if isinstance(resp, MAPPING) else None
+    if not isinstance(d, MAPPING):
+        return None
+    why = d.get("cache_miss_reason")
+    if not isinstance(why, MAPPING) or not isinstance(why.get("type"), str):
+        return None
+    t = why["type"]
+    asked = body.get("diagnostics")
+    prev = asked.get("previous_message_id") if isinstance(asked, MAPPING) else None
+    missed = why.get("cache_missed_input_tokens")
+    missed = int(missed) if isinstance(missed, (int, float)) and not isinstance(missed, bool) and 0 <= missed < 1e12 else None
+    if t.endswith("_changed"):
+        return CacheVerdict("anthropic", "cache_miss", t, missed, None, str(prev) if prev else None)
+    return CacheVerdict("anthropic", t, None, missed, None, str(prev) if prev else None)

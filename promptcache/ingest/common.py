@@ -7,13 +7,13 @@ import functools
 import hashlib
 import json
 import re
-from dataclasses import dataclass
 from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
 from ..errors import BadRecord
+from .outcomes import Skipped  # noqa: F401 - re-exported for readers of earlier releases
 
 #: For ``isinstance(x, MAPPING)``: JSON objects are dicts, and a dict matches the first type at
 #: once, where ``isinstance(x, MAPPING)`` goes through the ABC's Python-level
@@ -26,19 +26,6 @@ _PROVIDER_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(^|[/:])deepseek"), "deepseek"),
     (re.compile(r"(^|[/:])(ft:)?(gpt-|o1|o3|o4|chatgpt|codex|computer-use)"), "openai"),
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Skipped:
-    """A record, or an item inside one, of a known format that holds no LLM request to audit
-    (a Langfuse ``SPAN`` observation, an OpenTelemetry ``execute_tool`` span). Parsers return it
-    in their result list; the reader counts it by ``reason`` and never reports it as an error.
-
-    Attributes:
-        reason: short, stable, human-readable reason (the count key).
-    """
-
-    reason: str
 
 
 #: Provider names used by gateways and telemetry (LiteLLM ``custom_llm_provider``, Helicone

@@ -7,7 +7,6 @@ from email.utils import parsedate_to_datetime
 from collections.abc import Mapping
 from typing import Any, Iterable
 
-from ..errors import BadRecord
 from .common import MAPPING
 
 #: Keys that hold a request's arrival time, in the order they are tried, on the wrapper
@@ -27,50 +26,164 @@ SESSION_KEYS = (
 # Epoch values above this are milliseconds (1e11 s is the year 5138; 1e11 ms is 1973).
 _MS_THRESHOLD = 1e11
 _US_THRESHOLD = 1e14
+#: Seconds since the epoch that a calendar can show (years 1 to 9999): a time outside cannot be
+#: placed on a report's axis, so its request is left untimed.
+MIN_SECONDS = -62135596800.0
+MAX_SECONDS = 253402300799.0
+#: A time this far past the clock of the machine reading the log is counted as "far future".
+FUTURE_SLACK = 366 * 86400.0
+_ZONE_WORDS = (" UTC", " GMT", " Z")
 
 
-def parse_time(value: Any) -> float:
-    """Parse an arrival time into UTC seconds since the epoch.
+class TimeNotes:
+    """What reading one file's times found, for its warnings: times without a zone (read as
+    UTC), times that are not times (the request is left untimed), negative (before 1970) and
+    far-future times. ``line`` is set by the reader loop before each record.
+
+    Attributes:
+        naive: times without a zone; ``naive_example``: ``(line, value)`` of the first.
+        unusable: times left out; ``unusable_examples``: the first ``(line, reason)`` pairs.
+        negative / future: times before 1970 / more than a year past the reading machine's clock.
+    """
+
+    EXAMPLES = 5
+
+    def __init__(self) -> None:
+        self.line = 0
+        self.naive = 0
+        self.naive_example: tuple[int, str] | None = None
+        self.unusable = 0
+        self.unusable_examples: list[tuple[int, str]] = []
+        self.negative = 0
+        self.yearless = 0
+        self.future = 0
+        self.future_example: tuple[int, float] | None = None
+        import time
+
+        self._now = time.time()
+
+    def bad(self, reason: str) -> None:
+        self.unusable += 1
+        if len(self.unusable_examples) < self.EXAMPLES:
+            self.unusable_examples.append((self.line, reason))
+
+    def got(self, seconds: float) -> None:
+        if seconds < 0:
+            self.negative += 1
+        elif seconds > self._now + FUTURE_SLACK:
+            self.future += 1
+            if self.future_example is None:
+                self.future_example = (self.line, seconds)
+
+    def notes(self, path: str) -> list[str]:
+        """One-line warnings about this file's times (empty when all were fine)."""
+        out = []
+        if self.unusable:
+            ex = "; ".join(f"line {ln}: {r}" for ln, r in self.unusable_examples)
+            out.append(f"{path}: {self.unusable:,} request time(s) are no usable time and were left out "
+                       f"(those requests are untimed: {ex})")
+        if self.naive:
+            ln, v = self.naive_example or (0, "")
+            out.append(f"{path}: {self.naive:,} time(s) carry no time zone (e.g. line {ln}: {v!r}): read as UTC")
+        if self.yearless:
+            out.append(f"{path}: {self.yearless:,} time(s) carry no year (vLLM's logger): the year is the log file's "
+                       "modification year, a guess")
+        if self.negative:
+            out.append(f"{path}: {self.negative:,} time(s) are before 1970 (negative epoch seconds)")
+        if self.future:
+            ln, v = self.future_example or (0, 0.0)
+            out.append(f"{path}: {self.future:,} time(s) lie more than a year in the future (e.g. line {ln}: "
+                       f"{v:.0f} epoch seconds)")
+        return out
+
+
+#: The notes of the file being read (set by ``promptcache.ingest.read_requests``); ``None``:
+#: problems are not recorded.
+NOTES: TimeNotes | None = None
+
+
+def _epoch(v: float) -> float | None:
+    if v != v or v in (float("inf"), float("-inf")):
+        return _problem(f"not a time: {v!r}")
+    if abs(v) > _US_THRESHOLD:
+        v /= 1e6
+    elif abs(v) > _MS_THRESHOLD:
+        v /= 1e3
+    if not MIN_SECONDS <= v <= MAX_SECONDS:
+        return _problem(f"time out of any calendar's range: {v:.6g}")
+    if NOTES is not None:
+        NOTES.got(v)
+    return v
+
+
+def _problem(reason: str) -> None:
+    if NOTES is not None:
+        NOTES.bad(reason)
+    return None
+
+
+def parse_time(value: Any) -> float | None:
+    """Parse an arrival time into UTC seconds since the epoch; ``None`` when it is no time.
 
     Accepts epoch seconds, milliseconds or microseconds (told apart by magnitude), ISO 8601
-    strings (``2026-11-29T10:00:00Z``, with or without zone; naive times are UTC) and
-    RFC 2822 strings.
-
-    Raises:
-        BadRecord: when the value is not a time.
+    strings (``2026-11-29T10:00:00Z``, with or without zone, ``T`` or a space; naive times are
+    UTC and counted), ``... UTC`` (BigQuery) and RFC 2822 strings. A value that is no time
+    (``"yesterday"``, ``NaN``, ``1e300``, an object) gives ``None``: the request stays untimed
+    and the reason is counted in :data:`NOTES` with its line.
 
     >>> parse_time("2026-01-01T00:00:01Z")
     1767225601.0
     >>> parse_time(1767225601000)
     1767225601.0
+    >>> parse_time("yesterday") is None
+    True
     """
     if isinstance(value, bool):
-        raise BadRecord(f"not a time: {value!r}")
+        return _problem(f"not a time: {value!r}")
     if isinstance(value, (int, float)):
-        v = float(value)
-        if v > _US_THRESHOLD:
-            return v / 1e6
-        if v > _MS_THRESHOLD:
-            return v / 1e3
-        return v
+        try:
+            return _epoch(float(value))
+        except OverflowError:  # an integer beyond any float
+            return _problem("not a time: a number too large for a float")
     if isinstance(value, str):
         s = value.strip()
         try:
-            return parse_time(float(s))
+            num = float(s)
         except ValueError:
-            pass
-        iso = s[:-1] + "+00:00" if s.endswith(("Z", "z")) else s
+            num = None
+        if num is not None:
+            return _epoch(num)
+        iso = s
+        for word in _ZONE_WORDS:
+            if iso.endswith(word):
+                iso = iso[:-len(word)] + "+00:00"
+                break
+        else:
+            if iso.endswith(("Z", "z")):
+                iso = iso[:-1] + "+00:00"
         try:
             dt = datetime.fromisoformat(iso)
         except ValueError:
             try:
                 dt = parsedate_to_datetime(s)
-            except (TypeError, ValueError):
-                raise BadRecord(f"not a time: {value!r}") from None
+            except (TypeError, ValueError, IndexError, OverflowError):
+                return _problem(f"not a time: {_short(value)!r}")
         if dt.tzinfo is None:
             dt = dt.replace(tzinfo=timezone.utc)
-        return dt.timestamp()
-    raise BadRecord(f"not a time: {value!r}")
+            if NOTES is not None:
+                NOTES.naive += 1
+                if NOTES.naive_example is None:
+                    NOTES.naive_example = (NOTES.line, _short(s))
+        try:
+            return _epoch(dt.timestamp())
+        except (OverflowError, OSError, ValueError):
+            return _problem(f"time out of range: {_short(value)!r}")
+    return _problem(f"not a time: a {type(value).__name__}")
+
+
+def _short(v: Any, n: int = 40) -> str:
+    s = str(v)
+    return s if len(s) <= n else s[:n] + "…"
 
 
 def first(mappings: Iterable[Mapping[str, Any] | None], keys: Iterable[str]) -> Any:
@@ -87,11 +200,8 @@ def first(mappings: Iterable[Mapping[str, Any] | None], keys: Iterable[str]) -> 
 
 
 def find_arrival(*mappings: Mapping[str, Any] | None) -> float | None:
-    """Arrival time from the usual fields of the given mappings (wrapper first), or ``None``.
-
-    Raises:
-        BadRecord: when a time field is present but unparseable.
-    """
+    """Arrival time from the usual fields of the given mappings (wrapper first), or ``None``
+    (none present, or none usable: see :func:`parse_time`)."""
     v = first(mappings, TIME_KEYS)
     return None if v is None else parse_time(v)
 

@@ -79,21 +79,34 @@ def parse_gemini(body: Mapping[str, Any]) -> list[Part]:
         BadRecord: when ``contents`` is missing or a content or part is malformed.
     """
     contents = body.get("contents")
+    if isinstance(contents, (str, MAPPING)):  # the google-genai SDK takes one text or one Content
+        contents = [contents]
     if not isinstance(contents, list):
         raise BadRecord("'contents' is missing or not a list")
+    config = body.get("config")
+    config = config if isinstance(config, MAPPING) else {}  # google-genai: GenerateContentConfig
+    tools_key = "tools" if body.get("tools") is not None or not config.get("tools") else "config.tools"
+    tools = body.get("tools") if tools_key == "tools" else config.get("tools")
     parts: list[Part] = []
-    for i, tool in enumerate(require_list(body.get("tools"), "tools")):
+    for i, tool in enumerate(require_list(tools, tools_key)):
         if not isinstance(tool, MAPPING):
             raise BadRecord(f"tools[{i}] is not an object")
         decls = _get(tool, "functionDeclarations")
         if isinstance(decls, list) and decls:
             name = "functionDeclarations" if "functionDeclarations" in tool else "function_declarations"
             for k, d in enumerate(decls):
-                parts.append(Part("tool", f"tools[{i}].{name}[{k}]", stable_json(d)))
+                parts.append(Part("tool", f"{tools_key}[{i}].{name}[{k}]", stable_json(d)))
         else:  # googleSearch, codeExecution, retrieval ...: one opaque tool
-            parts.append(Part("tool", f"tools[{i}]", stable_json(tool)))
+            parts.append(Part("tool", f"{tools_key}[{i}]", stable_json(tool)))
     sys_key = "systemInstruction" if "systemInstruction" in body else "system_instruction"
     system = body.get(sys_key)
+    if system is None:
+        for k in ("system_instruction", "systemInstruction"):
+            if config.get(k) is not None:
+                sys_key, system = f"config.{k}", config[k]
+                break
+    if isinstance(system, list) and all(isinstance(x, str) for x in system):  # SDK: a list of texts
+        system = {"parts": system}
     if isinstance(system, str):
         parts.append(Part("system", sys_key, system, "system"))
     elif isinstance(system, MAPPING):
@@ -103,8 +116,13 @@ def parse_gemini(body: Mapping[str, Any]) -> list[Part]:
     elif system is not None:
         raise BadRecord(f"'{sys_key}' is neither a string nor a content object")
     for i, c in enumerate(contents):
+        if isinstance(c, str):  # google-genai: a text is a user turn
+            parts.append(Part("user", f"contents[{i}]", c, "user", i))
+            continue
         if not isinstance(c, MAPPING):
             raise BadRecord(f"contents[{i}] is not a content object")
+        if "parts" not in c and ("text" in c or "inlineData" in c or "functionCall" in c):
+            c = {"role": "user", "parts": [c]}  # a bare Part stands for a user content
         raw_role = c.get("role") or "user"
         role = ROLE.get(raw_role)
         if role is None:
@@ -117,6 +135,21 @@ def parse_gemini(body: Mapping[str, Any]) -> list[Part]:
     return parts
 
 
+def response_parts(resp: Mapping[str, Any], n: int) -> tuple[Part, ...]:
+    """The model turn of a ``generateContent`` response (``candidates[0].content``) read as the
+    next request's ``contents[n]``; empty when the response holds none."""
+    cands = resp.get("candidates")
+    if not isinstance(cands, list) or not cands or not isinstance(cands[0], MAPPING):
+        return ()
+    c = cands[0].get("content")
+    if not isinstance(c, MAPPING) or not isinstance(c.get("parts"), list):
+        return ()
+    try:
+        return tuple(_part(p, f"contents[{n}].parts[{j}]", "assistant", n) for j, p in enumerate(c["parts"]))
+    except BadRecord:
+        return ()
+
+
 def params_of(body: Mapping[str, Any]) -> dict[str, Any]:
     """Cache-relevant parameters of a ``generateContent`` body: ``toolConfig``, ``cachedContent``
     (an explicit cache whose contents the body does not hold) and the output-shaping fields of
@@ -127,6 +160,11 @@ def params_of(body: Mapping[str, Any]) -> dict[str, Any]:
         if v is not None:
             out[k] = v
     gc = _get(body, "generationConfig")
+    if gc is None and isinstance(body.get("config"), MAPPING):
+        gc = body["config"]  # google-genai: the generation settings sit in config
+        for k in ("tool_config", "cached_content"):
+            if gc.get(k) is not None:
+                out["toolConfig" if k == "tool_config" else "cachedContent"] = gc[k]
     if isinstance(gc, MAPPING):
         for k in GENERATION_PARAMS:
             if gc.get(k) is not None:

@@ -18,11 +18,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from dataclasses import replace
+
 from ..errors import BadRecord
-from ..model import Part, Request, Source
-from .bodies import BODY_APIS, body_format, default_id, parse_body
+from ..model import Part, Request, Response, Source
+from .bodies import BODY_APIS, affinity_of, body_format, default_id, parse_body, response_of
 from .common import MAPPING, as_mapping, loads_if_json, provider_alias, provider_for_model
 from .fields import find_session, parse_time
+from .reader import Reader
 from .usage import find_usage, helicone_usage
 
 #: Helicone columns only its exports have (detection keys, with ``request_body``).
@@ -76,9 +79,32 @@ def parse_helicone(rec: Any, src: Source, opts: Any) -> Request:
     usage = helicone_usage(rec)
     if usage is None:
         usage = find_usage(resp)
+    response = response_of(fmt, body or {}, resp) if fmt is not None and r else None
+    up = rec.get("provider")
+    if isinstance(up, str) and up:
+        response = replace(response, upstream=up) if response is not None else Response(upstream=up)
     return Request(
         id=str(rec["request_id"]) if rec.get("request_id") else default_id(src), source=src, format="helicone",
         api=BODY_APIS[fmt][0] if fmt else "chat", provider=provider, model=model,
         arrival=parse_time(created) if created not in (None, "") else None, parts=parts, cache_key=cache_key,
         session=str(session) if session else None, params=params, usage=usage, cache_retention=retention,
+        response=response, affinity=affinity_of(body) if body is not None else {},
     )
+
+
+class HeliconeReader(Reader):
+    """Helicone request exports (see the module docstring)."""
+
+    name = "helicone"
+    producer = "Helicone"
+    shapes = "request exports (npx @helicone/export JSONL/JSON, the request query API), with or without bodies"
+    looks_for = "request_created_at, or request_body with prompt_cache_read_tokens/prompt_cache_write_tokens"
+    owns = ("request_created_at", "prompt_cache_read_tokens", "prompt_cache_write_tokens")
+
+    def claim(self, rec: Any) -> str | None:
+        if (type(rec) is dict or isinstance(rec, MAPPING)) and self.alone(rec) and looks_helicone(rec):
+            return "request_created_at / Helicone cache columns"
+        return None
+
+    def read(self, rec: Any, src: Source, opts: Any) -> Request:
+        return parse_helicone(rec, src, opts)

@@ -19,11 +19,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from dataclasses import replace
+
 from ..errors import BadRecord
-from ..model import Part, Request, Source
-from .bodies import BODY_APIS, body_format, default_id, parse_body
-from .common import MAPPING, loads_if_json, provider_alias, provider_for_model
+from ..model import Part, Request, Response, Source
+from . import openai as _openai
+from .bodies import BODY_APIS, affinity_of, body_format, default_id, parse_body, response_of
+from .common import MAPPING, loads_if_json, provider_alias, provider_for_model, require_list, stable_json
 from .fields import find_session, parse_time
+from .reader import Reader
 from .usage import litellm_usage
 
 
@@ -99,13 +103,45 @@ def parse_litellm(rec: Any, src: Source, opts: Any) -> Request:
     provider = provider_for_model(model) or provider_alias(rec.get("custom_llm_provider"))
     if provider is None and fmt is not None:
         provider = BODY_APIS[fmt][1]
+    mp = loads_if_json(rec.get("model_parameters"))
+    mp = mp if isinstance(mp, MAPPING) else {}
+    if fmt is not None and not any(p.kind == "tool" for p in parts):
+        tools = require_list(mp.get("tools"), "model_parameters.tools")  # StandardLoggingPayload keeps tools here
+        if tools:
+            parts = tuple(Part("tool", f"model_parameters.tools[{i}]", stable_json(t)) for i, t in enumerate(tools)) + parts
+    params = {**_openai.params_of(mp), **params}
     rid = rec.get("request_id") or rec.get("id")
     start = rec.get("startTime", rec.get("start_time"))
-    session = rec.get("session_id") or find_session(rec, body, md)
+    slm = md.get("spend_logs_metadata")
+    session = rec.get("session_id") or (slm.get("session_id") if isinstance(slm, MAPPING) else None) \
+        or find_session(rec, body, md)
+    response = response_of(fmt, body or {}, resp) if fmt is not None and isinstance(resp, MAPPING) and resp else None
+    up = rec.get("custom_llm_provider")
+    if isinstance(up, str) and up:
+        response = replace(response, upstream=up) if response is not None else Response(upstream=up)
     return Request(
-        id=str(rid) if rid else default_id(src), source=src, format="litellm",
+        id=str(rid) if isinstance(rid, (str, int)) and rid != "" else default_id(src), source=src, format="litellm",
         api=BODY_APIS[fmt][0] if fmt else "chat", provider=provider, model=model,
         arrival=parse_time(start) if start not in (None, "") else None, parts=parts,
         cache_key=cache_key, session=str(session) if session else None, params=params,
-        usage=litellm_usage(rec, usage_object), cache_retention=retention,
+        usage=litellm_usage(rec, usage_object), cache_retention=retention, response=response,
+        affinity=affinity_of(body) if body is not None else {},
     )
+
+
+class LiteLLMReader(Reader):
+    """LiteLLM spend logs and logging payloads (see the module docstring)."""
+
+    name = "litellm"
+    producer = "LiteLLM proxy"
+    shapes = "LiteLLM_SpendLogs rows (DB exports, GET /spend/logs) and StandardLoggingPayload (s3/gcs/custom loggers)"
+    looks_for = "call_type with startTime, spend or response_cost"
+    owns = ("call_type",)
+
+    def claim(self, rec: Any) -> str | None:
+        if (type(rec) is dict or isinstance(rec, MAPPING)) and self.alone(rec) and looks_litellm(rec):
+            return "call_type with startTime/spend/response_cost"
+        return None
+
+    def read(self, rec: Any, src: Source, opts: Any) -> Request:
+        return parse_litellm(rec, src, opts)

@@ -18,12 +18,18 @@ ROLE_KIND = {
     "system": "system", "developer": "system", "user": "user", "assistant": "assistant",
     "tool": "tool_result", "function": "tool_result",
 }
-#: Request parameters kept for diagnosis; the provider rules decide which are in the prefix.
+#: Request parameters kept for diagnosis (what changes the prefix, or what the cache keys on);
+#: the provider rules decide which are rendered into the prefix. ``service_tier`` is one: the
+#: diagnostics guide lists ``service_tier_changed`` as a miss reason
+#: (https://developers.openai.com/api/docs/guides/prompt-caching/diagnostics, checked 2026-12-01);
+#: ``chat_template_kwargs`` (vLLM, SGLang: ``enable_thinking`` ...) changes the rendered template.
 PARAM_KEYS = (
     "tool_choice", "parallel_tool_calls", "response_format", "reasoning_effort", "reasoning",
-    "text", "verbosity", "modalities", "previous_response_id", "prompt_cache_options",
-    "chat_template_kwargs",  # self-hosted engines render it into the prompt (vLLM, SGLang, llama.cpp)
+    "text", "verbosity", "modalities", "prompt_cache_options", "service_tier", "chat_template_kwargs",
+    "thinking", "include",
 )
+#: Body fields that identify who is asking, which providers and gateways may route by.
+AFFINITY_KEYS = ("user", "safety_identifier", "session_id")
 
 
 def _breakpoint(block: Mapping[str, Any]) -> Breakpoint | None:
@@ -130,38 +136,106 @@ def parse_responses(body: Mapping[str, Any]) -> list[Part]:
     instr = body.get("instructions")
     if isinstance(instr, str) and instr:
         parts.append(Part("system", "instructions", instr, "developer", None))
+    elif isinstance(instr, list):  # instructions given as input items
+        for j, item in enumerate(instr):
+            for p in input_item_parts(item, j, "instructions"):
+                parts.append(Part("system", p.path, p.text, p.role or "developer", None, p.breakpoint))
     inp = body.get("input")
     if isinstance(inp, str):
         parts.append(Part("user", "input", inp, "user", 0))
         return parts
     for i, item in enumerate(require_list(inp, "input")):
-        path = f"input[{i}]"
-        if isinstance(item, str):
-            parts.append(Part("user", path, item, "user", i))
-            continue
-        if not isinstance(item, MAPPING):
-            raise BadRecord(f"{path} is not an object")
-        t = item.get("type", "message")
-        if t == "message" or "role" in item:
-            role = item.get("role", "user")
-            kind = ROLE_KIND.get(role, "user")
-            content = item.get("content")
-            if isinstance(content, str):
-                parts.append(Part(kind, f"{path}.content", content, role, i))
-            else:
-                blocks = require_list(content, f"{path}.content")
-                for j, block in enumerate(blocks):
-                    parts.append(content_block_part(block, f"{path}.content[{j}]", kind, role, i))
-                if not blocks:
-                    parts.append(Part(kind, f"{path}.content", "", role, i))
-        elif t == "function_call":
-            parts.append(Part("tool_call", path, stable_json({"name": item.get("name"), "arguments": item.get("arguments")}), "assistant", i))
-        elif t == "function_call_output":
-            out = item.get("output")
-            parts.append(Part("tool_result", path, out if isinstance(out, str) else stable_json(out), "tool", i))
-        else:  # reasoning items, item references, computer calls...: opaque but stable
-            parts.append(Part("assistant", path, stable_json(item), "assistant", i))
+        parts.extend(input_item_parts(item, i))
     return parts
+
+
+def input_item_parts(item: Any, i: int, base: str = "input") -> list[Part]:
+    """The parts of one Responses ``input`` (or ``output``) item at index ``i``: a message, a
+    function call or its output, or another item kept as its JSON (reasoning, references ...).
+
+    Raises:
+        BadRecord: when the item is malformed.
+    """
+    path = f"{base}[{i}]"
+    if isinstance(item, str):
+        return [Part("user", path, item, "user", i)]
+    if not isinstance(item, MAPPING):
+        raise BadRecord(f"{path} is not an object")
+    t = item.get("type", "message")
+    if t == "message" or "role" in item:
+        role = item.get("role", "user")
+        if not isinstance(role, str):
+            raise BadRecord(f"{path}.role is not a string")
+        kind = ROLE_KIND.get(role, "user")
+        content = item.get("content")
+        if isinstance(content, str):
+            return [Part(kind, f"{path}.content", content, role, i)]
+        blocks = require_list(content, f"{path}.content")
+        out = [content_block_part(block, f"{path}.content[{j}]", kind, role, i) for j, block in enumerate(blocks)]
+        return out or [Part(kind, f"{path}.content", "", role, i)]
+    if t == "function_call":
+        return [Part("tool_call", path, stable_json({"name": item.get("name"), "arguments": item.get("arguments")}), "assistant", i)]
+    if t == "function_call_output":
+        out = item.get("output")
+        return [Part("tool_result", path, out if isinstance(out, str) else stable_json(out), "tool", i)]
+    # reasoning items, item references, computer calls...: opaque but stable
+    return [Part("assistant", path, stable_json(item), "assistant", i)]
+
+
+def chat_response_parts(resp: Mapping[str, Any], n: int) -> tuple[Part, ...]:
+    """The assistant turn of a Chat Completions response (``choices[0].message``) read as the
+    next request's ``messages[n]``; empty when the response holds none."""
+    choices = resp.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], MAPPING):
+        return ()
+    msg = choices[0].get("message")
+    if not isinstance(msg, MAPPING):
+        return ()
+    if not isinstance(msg.get("role"), str):
+        msg = {**msg, "role": "assistant"}
+    try:
+        return tuple(_chat_message(n, msg))
+    except BadRecord:
+        return ()
+
+
+def responses_output_parts(resp: Mapping[str, Any], n: int) -> tuple[Part, ...]:
+    """The ``output`` items of a Responses API response read as the next request's
+    ``input[n]``, ``input[n+1]`` ... (what a client re-sends, or what ``previous_response_id``
+    carries over); empty when the response holds none."""
+    out = resp.get("output")
+    if not isinstance(out, list):
+        return ()
+    parts: list[Part] = []
+    try:
+        for k, item in enumerate(out):
+            parts.extend(input_item_parts(item, n + k))
+    except BadRecord:
+        return ()
+    return tuple(parts)
+
+
+def verdict_of(resp: Any, body: Mapping[str, Any]) -> Any:
+    """OpenAI's own prompt-cache verdict from a Responses response's ``prompt_cache_diagnostics``
+    (``type`` cache_hit / cache_miss / comparison_response_not_found / unavailable; ``reason``,
+    ``cache_missed_tokens``, ``comparison_reusable_tokens``), compared with the request's
+    ``prompt_cache_options.comparison_response_id``; ``None`` when absent.
+    https://developers.openai.com/api/docs/guides/prompt-caching/diagnostics (checked 2026-12-01).
+    """
+    from ..model import CacheVerdict
+
+    d = resp.get("prompt_cache_diagnostics") if isinstance(resp, MAPPING) else None
+    if not isinstance(d, MAPPING) or not isinstance(d.get("type"), str):
+        return None
+    opts = body.get("prompt_cache_options")
+    cmp_id = opts.get("comparison_response_id") if isinstance(opts, MAPPING) else None
+    return CacheVerdict("openai", d["type"], str(d["reason"]) if isinstance(d.get("reason"), str) else None,
+                        _tokens(d.get("cache_missed_tokens")), _tokens(d.get("comparison_reusable_tokens")),
+                        str(cmp_id) if cmp_id else None)
+
+
+def _tokens(v: Any) -> int | None:
+    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1e12 else None
 
 
 def params_of(body: Mapping[str, Any]) -> dict[str, Any]:

@@ -13,8 +13,10 @@ from typing import Any
 
 from ..errors import BadRecord
 from ..model import Part, Request, Source
+from . import reader as _reader
 from .bodies import default_id
-from .common import provider_for_model, unwrap
+from .common import MAPPING, provider_for_model, unwrap
+from .reader import Reader
 from .fields import ID_KEYS, find_arrival, find_session, first
 from .usage import find_usage
 
@@ -53,3 +55,26 @@ def parse_prompt(rec: Any, src: Source, opts: Any) -> list[Request]:
                   usage=find_usage(resp, wrapper))
     return [Request(id=base if len(prompts) == 1 else f"{base}#{k}", parts=(Part("user", path, text, "user", 0),), **common)
             for k, (path, text) in enumerate(prompts)]
+
+
+class PromptReader(Reader):
+    """Plain prompt lines and legacy Completions bodies (see the module docstring)."""
+
+    name = "prompt"
+    producer = "vLLM custom benchmark datasets; OpenAI legacy Completions bodies"
+    shapes = "{prompt: text | [texts], output_tokens?}, bare or as Batch input lines to /v1/completions"
+    looks_for = "prompt text or list, and no messages"
+
+    def claim(self, rec: Any) -> str | None:
+        if not (type(rec) is dict or isinstance(rec, MAPPING)) or not _reader.FOREIGN.isdisjoint(rec):
+            return None
+        try:
+            body, _, _ = unwrap(rec)
+        except BadRecord:
+            return None
+        if looks_prompt(body) and not any(k in body for k in ("input", "contents", "instructions")):
+            return "a prompt (text or list) without messages"
+        return None
+
+    def read(self, rec: Any, src: Source, opts: Any) -> list[Request]:
+        return parse_prompt(rec, src, opts)

@@ -20,6 +20,7 @@ from ..errors import BadRecord
 from ..model import Part, Request, Source
 from .bodies import default_id
 from .common import MAPPING, provider_for_model, stable_json
+from .reader import Reader
 
 #: ShareGPT speaker → (chat role, part kind).
 SPEAKERS = {
@@ -84,3 +85,21 @@ def parse_sharegpt(rec: Any, src: Source, opts: Any) -> list[Request]:
     return [Request(id=f"{conv_id}#{n}", source=src, format="sharegpt", api="chat", provider=provider_for_model(model),
                     model=model, arrival=None, parts=tuple(head + msgs[:i + 1]), session=conv_id)
             for n, i in enumerate(turns, 1)]
+
+
+class ShareGPTReader(Reader):
+    """ShareGPT conversations (see the module docstring)."""
+
+    name = "sharegpt"
+    producer = "ShareGPT datasets (vLLM/SGLang benchmarks, LLaMA-Factory)"
+    shapes = "{id, conversations: [{from, value}]}, one request per human turn"
+    looks_for = "a conversations list"
+    owns = ("conversations",)
+
+    def claim(self, rec: Any) -> str | None:
+        if (type(rec) is dict or isinstance(rec, MAPPING)) and self.alone(rec) and looks_sharegpt(rec):
+            return "a conversations list"
+        return None
+
+    def read(self, rec: Any, src: Source, opts: Any) -> list[Request]:
+        return parse_sharegpt(rec, src, opts)

@@ -25,12 +25,38 @@ from ..model import Usage
 from .common import MAPPING
 
 
+#: More tokens than any model reads or writes in one request: a count above it is impossible.
+MAX_TOKENS = 100_000_000
+
+
 def _int(v: Any, what: str) -> int:
     if v is None:
         return 0
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0 or v == float("inf"):
         raise BadRecord(f"usage field {what} is not a token count: {v!r}")
     return int(v)
+
+
+def check_usage(u: Usage) -> str | None:
+    """Why a reported usage is impossible, or ``None`` when it is possible: a count beyond
+    :data:`MAX_TOKENS`, more cached and written tokens than prompt tokens, or more 1-hour writes
+    than writes. (Counts are non-negative by construction.) An impossible usage is left out of
+    the ``reported`` scenario: no hit ratio above 100% and no negative cost follow from it.
+
+    >>> check_usage(Usage(10, 0, 99_999))
+    '99,999 cached + 0 written of 10 prompt tokens'
+    >>> check_usage(Usage(2000, 5, 1536, 0)) is None
+    True
+    """
+    for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
+        n = getattr(u, name)
+        if n > MAX_TOKENS:
+            return f"{name} {n:,} is more than any model reads in a request"
+    if u.cache_read_tokens + u.cache_write_tokens > u.input_tokens:
+        return f"{u.cache_read_tokens:,} cached + {u.cache_write_tokens:,} written of {u.input_tokens:,} prompt tokens"
+    if u.cache_write_1h_tokens > u.cache_write_tokens:
+        return f"{u.cache_write_1h_tokens:,} 1-hour writes of {u.cache_write_tokens:,} written tokens"
+    return None
 
 
 def normalize_usage(u: Any) -> Usage | None:
@@ -106,7 +132,7 @@ def find_usage(*objs: Any) -> Usage | None:
 # normalised meaning of :class:`Usage` (``input_tokens`` = the whole prompt).
 
 
-def _count(v: Any, what: str) -> int | None:
+def count(v: Any, what: str) -> int | None:
     """A token count from a number or a numeric string (exports stringify 64-bit integers);
     ``None`` when absent.
 
@@ -158,20 +184,20 @@ def litellm_usage(rec: Mapping[str, Any], usage_object: Any) -> Usage | None:
     uo = usage_object if isinstance(usage_object, MAPPING) else {}
     d = uo.get("prompt_tokens_details")
     d = d if isinstance(d, MAPPING) else {}
-    prompt = _count(rec.get("prompt_tokens"), "prompt_tokens")
+    prompt = count(rec.get("prompt_tokens"), "prompt_tokens")
     if prompt is None:
-        prompt = _count(uo.get("prompt_tokens"), "usage_object.prompt_tokens")
-    out = _count(rec.get("completion_tokens"), "completion_tokens")
+        prompt = count(uo.get("prompt_tokens"), "usage_object.prompt_tokens")
+    out = count(rec.get("completion_tokens"), "completion_tokens")
     if out is None:
-        out = _count(uo.get("completion_tokens"), "usage_object.completion_tokens")
-    read = _count(uo.get("cache_read_input_tokens"), "cache_read_input_tokens")
+        out = count(uo.get("completion_tokens"), "usage_object.completion_tokens")
+    read = count(uo.get("cache_read_input_tokens"), "cache_read_input_tokens")
     if read is None:
-        read = _count(d.get("cached_tokens"), "prompt_tokens_details.cached_tokens")
-    write = _count(uo.get("cache_creation_input_tokens"), "cache_creation_input_tokens")
+        read = count(d.get("cached_tokens"), "prompt_tokens_details.cached_tokens")
+    write = count(uo.get("cache_creation_input_tokens"), "cache_creation_input_tokens")
     if write is None:
-        write = _count(d.get("cache_creation_tokens"), "prompt_tokens_details.cache_creation_tokens")
+        write = count(d.get("cache_creation_tokens"), "prompt_tokens_details.cache_creation_tokens")
     details = d.get("cache_creation_token_details") or uo.get("cache_creation")
-    w1h = _count(details.get("ephemeral_1h_input_tokens"), "ephemeral_1h_input_tokens") if isinstance(details, MAPPING) else None
+    w1h = count(details.get("ephemeral_1h_input_tokens"), "ephemeral_1h_input_tokens") if isinstance(details, MAPPING) else None
     read, write, w1h = read or 0, write or 0, w1h or 0
     if not prompt and not out and not read and not write:
         return None
@@ -201,7 +227,7 @@ def langfuse_usage(details: Any) -> Usage | None:
     seen_input = False
     for k, v in details.items():
         kl = str(k).lower()
-        n = _count(v, f"usageDetails.{k}")
+        n = count(v, f"usageDetails.{k}")
         if n is None:
             continue
         if "input" not in kl and "prompt" not in kl:
@@ -238,12 +264,12 @@ def helicone_usage(rec: Mapping[str, Any]) -> Usage | None:
     Raises:
         BadRecord: when a count is negative or not a number.
     """
-    prompt = _count(rec.get("prompt_tokens"), "prompt_tokens")
-    read = _count(rec.get("prompt_cache_read_tokens"), "prompt_cache_read_tokens")
-    write = _count(rec.get("prompt_cache_write_tokens"), "prompt_cache_write_tokens")
+    prompt = count(rec.get("prompt_tokens"), "prompt_tokens")
+    read = count(rec.get("prompt_cache_read_tokens"), "prompt_cache_read_tokens")
+    write = count(rec.get("prompt_cache_write_tokens"), "prompt_cache_write_tokens")
     if prompt is None and read is None and write is None:
         return None
-    out = _count(rec.get("completion_tokens"), "completion_tokens") or 0
+    out = count(rec.get("completion_tokens"), "completion_tokens") or 0
     read, write = read or 0, write or 0
     return Usage((prompt or 0) + read + write, out, read, write)
 
@@ -251,13 +277,20 @@ def helicone_usage(rec: Mapping[str, Any]) -> Usage | None:
 #: OpenTelemetry GenAI usage attributes, current name first, then legacy and OpenInference names
 #: (https://github.com/open-telemetry/semantic-conventions-genai docs/registry/attributes/gen-ai.md;
 #: https://arize-ai.github.io/openinference/spec/attributes/semantic-conventions.html; checked 2026-11-29).
-OTEL_INPUT = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt")
-OTEL_OUTPUT = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion")
+#: The Vercel AI SDK's ``ai.usage.*`` come last (``inputTokens`` includes ``cachedInputTokens``:
+#: https://ai-sdk.dev/docs/ai-sdk-core/telemetry, v5 ``ai.usage.cachedInputTokens``, v6
+#: ``ai.usage.inputTokenDetails.cacheReadTokens`` / ``cacheWriteTokens``; checked 2026-12-01).
+OTEL_INPUT = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt",
+              "ai.usage.inputTokens", "ai.usage.promptTokens")
+OTEL_OUTPUT = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion",
+               "ai.usage.outputTokens", "ai.usage.completionTokens")
 OTEL_CACHE_READ = ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens",
                    "gen_ai.usage.input_tokens.cached", "llm.token_count.prompt_details.cache_read",
-                   "llm.token_count.prompt_details.cache_input")
+                   "llm.token_count.prompt_details.cache_input", "ai.usage.inputTokenDetails.cacheReadTokens",
+                   "ai.usage.cachedInputTokens")
 OTEL_CACHE_WRITE = ("gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.cache_creation_input_tokens",
-                    "gen_ai.usage.input_tokens.cache_write", "llm.token_count.prompt_details.cache_write")
+                    "gen_ai.usage.input_tokens.cache_write", "llm.token_count.prompt_details.cache_write",
+                    "ai.usage.inputTokenDetails.cacheWriteTokens")
 
 
 def otel_usage(attrs: Mapping[str, Any]) -> Usage | None:
@@ -271,7 +304,7 @@ def otel_usage(attrs: Mapping[str, Any]) -> Usage | None:
     """
     def pick(keys: tuple[str, ...]) -> int | None:
         for k in keys:
-            n = _count(attrs.get(k), k)
+            n = count(attrs.get(k), k)
             if n is not None:
                 return n
         return None
@@ -281,3 +314,32 @@ def otel_usage(attrs: Mapping[str, Any]) -> Usage | None:
         return None
     read, write = read or 0, write or 0
     return Usage(including_cache(inp or 0, read, write), pick(OTEL_OUTPUT) or 0, read, write)
+
+
+def uncached_plus(rest: Any, read: Any, write: Any, output: Any, what: str) -> Usage | None:
+    """Usage from an uncached-remainder count plus cache reads and writes (Anthropic's meaning,
+    Bedrock's ``inputTokenCount``, Braintrust's ``prompt_tokens`` of Anthropic calls,
+    Helicone's ``prompt_tokens``); ``None`` when all are absent.
+
+    Raises:
+        BadRecord: when a count is negative or not a number.
+    """
+    r0, r1, r2 = count(rest, f"{what} input"), count(read, f"{what} cache read"), count(write, f"{what} cache write")
+    if r0 is None and r1 is None and r2 is None:
+        return None
+    r1, r2 = r1 or 0, r2 or 0
+    return Usage((r0 or 0) + r1 + r2, count(output, f"{what} output") or 0, r1, r2)
+
+
+def total_with(total: Any, read: Any, write: Any, output: Any, what: str) -> Usage | None:
+    """Usage from a prompt count documented to include cache reads and writes (OpenAI's
+    meaning; read with :func:`including_cache`); ``None`` when all are absent.
+
+    Raises:
+        BadRecord: when a count is negative or not a number.
+    """
+    t, r1, r2 = count(total, f"{what} input"), count(read, f"{what} cache read"), count(write, f"{what} cache write")
+    if t is None and r1 is None and r2 is None:
+        return None
+    r1, r2 = r1 or 0, r2 or 0
+    return Usage(including_cache(t or 0, r1, r2), count(output, f"{what} output") or 0, r1, r2)

@@ -66,9 +66,7 @@ def audit_record(res: AuditResult, *, include_requests: bool = True, detail: boo
     }
     rec: dict[str, Any] = {
         "schema": SCHEMA,
-        "inputs": [{"path": st.path, "format": st.format, "requests": st.requests, "skipped_lines": st.skipped_lines,
-                    "errors": [{"line": ln, "reason": r} for ln, r in st.errors],
-                    "missing_arrival": st.missing_arrival, "out_of_order": st.out_of_order} for st in res.inputs],
+        "inputs": [st.record() for st in res.inputs],
         "summary": summary,
         "rules": {ns: {"provider": r.provider, "mode": r.mode, "min_tokens": r.min_tokens, "granularity": r.granularity,
                        "ttl_seconds": r.ttl_seconds, "capacity_tokens": r.capacity_tokens, "bills_writes": r.bills_writes,

@@ -105,6 +105,7 @@ def render_audit(res: AuditResult, console: Console, *, top: int = 10) -> None:
             t.caption = f"… {len(rows) - 20} more namespaces in --format json"
         console.print(t)
 
+    render_inputs(res, console)
     for st in res.inputs:
         if st.skipped_lines:
             shown = "; ".join(f"{st.path}:{ln}: {r}" for ln, r in st.errors[:5])
@@ -142,6 +143,24 @@ def render_accounting(res: AuditResult, console: Console) -> None:
                 cause += " (" + ", ".join(f"{miss_reason(k)}: {v}" for k, v in r.evidence["miss_reasons"].items()) + ")"
             t.add_row("", Text(cause, style="yellow" if r.rule == "unexplained" else ""), f"{r.tokens:,}",
                       usd(r.cost_usd), f"{r.requests:,}", f"{Path(r.path).name}:{r.line}")
+    console.print(t)
+
+
+def render_inputs(res: AuditResult, console: Console) -> None:
+    """The inputs table: per file, its format(s) and what each of its records ended as
+    (requests, usage-only, joined to another record's request, duplicates, skipped, malformed).
+    Printed when any file holds more than requests, or more than one file was read."""
+    rows = res.inputs
+    if len(rows) == 1 and rows[0].records == rows[0].requests and rows[0].duplicate_of is None:
+        return
+    t = Table(title="Inputs: what each record ended as", title_justify="left")
+    for col in ("File", "Format", "Records", "Requests", "Usage only", "Joined", "Duplicates", "Skipped", "Malformed"):
+        t.add_column(col, justify="left" if col in ("File", "Format") else "right")
+    for st in rows:
+        fmts = ", ".join(st.formats) if st.formats else (st.format or ("same file as " + st.duplicate_of
+                                                                      if st.duplicate_of else "-"))
+        t.add_row(Text(st.path), Text(fmts), f"{st.records:,}", f"{st.requests:,}", f"{st.usage_only:,}", f"{st.joined:,}",
+                  f"{st.duplicates:,}", f"{sum(st.skipped.values()):,}", f"{st.skipped_lines:,}")
     console.print(t)
 
 

@@ -39,6 +39,21 @@ def md(v: Any, width: int | None = None) -> str:
 GAPS = {"content": "prompt changes", "rules": "cache rules", "reported": "reported usage"}
 
 
+def inputs_table(inputs: list[dict[str, Any]]) -> list[str]:
+    """The inputs table (what each record ended as, per file) as Markdown lines, when any file
+    holds more than requests; empty otherwise."""
+    if all(i.get("records", i["requests"]) == i["requests"] and not i.get("duplicate_of") for i in inputs):
+        return []
+    out = ["", "| file | format | records | requests | usage only | joined | duplicates | skipped | malformed |",
+           "|---|---|--:|--:|--:|--:|--:|--:|--:|"]
+    for i in inputs:
+        fmts = ", ".join(md(f) for f in i.get("formats") or ()) or md(i.get("format") or "-")
+        out.append(f"| {md(Path(i['path']).name)} | {fmts} | {i.get('records', 0):,} | {i['requests']:,} | "
+                   f"{i.get('usage_only', 0):,} | {i.get('joined', 0):,} | {i.get('duplicates', 0):,} | "
+                   f"{sum((i.get('skipped') or {}).values()):,} | {i['skipped_lines']:,} |")
+    return out
+
+
 def render_markdown(rec: dict[str, Any], proposals: Sequence[dict[str, Any]] | None = None, *,
                     after: dict[str, Any] | None = None, findings: int = 5) -> str:
     """The summary: scenarios, savings, the top findings with location and fix, proposals.
@@ -77,6 +92,7 @@ def render_markdown(rec: dict[str, Any], proposals: Sequence[dict[str, Any]] | N
                    + " — the gap between the simulated rules and an ideal cache.")
     else:
         out.append("No prices for these models: token counts only.")
+    out += inputs_table(rec["inputs"])
     fs = rec.get("findings") or []
     out += ["", f"#### What breaks the cache ({len(fs)} finding{'s' if len(fs) != 1 else ''})", ""]
     if fs:
