@@ -1045,6 +1045,10 @@ class Diagnoser:
             return
         gap = o.cached_tokens - u.cache_read_tokens
         checks = {ru.options.get("check"): ru for ru in self.by_kind.get("reported-usage", ())}
+        cost = None
+        if gap > 0 and (rates := self._rates(step)) is not None:
+            bw = step.rules.bills_writes
+            cost = rates.cost(o.prompt_tokens, u.cache_read_tokens, 0, 0, bw) - rates.cost(o.prompt_tokens, o.cached_tokens, 0, 0, bw)
         if r.previous_response_id and "server-chain" in checks and u.input_tokens > o.prompt_tokens:
             # the history is on the server: what the log cannot show, named whatever the gap
             unseen = u.input_tokens - o.prompt_tokens
@@ -1053,16 +1057,11 @@ class Diagnoser:
                                             "logged_prompt_tokens": o.prompt_tokens, "reported_input_tokens": u.input_tokens,
                                             "reported_cached_tokens": u.cache_read_tokens,
                                             "server_side_tokens": unseen},
-                      lost=max(0, gap), cost=None, gap="reported" if gap > 0 else None, unseen=f"{unseen:,}")
+                      lost=max(0, gap), cost=cost, gap="reported" if gap > 0 else None, unseen=f"{unseen:,}")
             if gap > 0:
                 return
         if gap <= 0:
             return
-        rates = self._rates(step)
-        cost = None
-        if rates is not None:
-            bw = step.rules.bills_writes
-            cost = rates.cost(o.prompt_tokens, u.cache_read_tokens, 0, 0, bw) - rates.cost(o.prompt_tokens, o.cached_tokens, 0, 0, bw)
         got = self._reported_cause(step, prev)
         if got is None:
             self._add(step, UNEXPLAINED, ("reported",), segment=None, char=None, token=None,

@@ -501,7 +501,7 @@ def _with_keepalive(outs: list[Out], plans: dict[tuple[str, ...], Plan]) -> list
             body, put = located
             if not set_arrival(rec, body, tp):
                 break
-            tag_id(rec, body, f"+keepalive{j}")
+            tag_id(rec, body, f"+keepalive{j}", o.requests[0].id if o.requests else None)
             _no_output(body, o.api)
             put()
             drop_usage(rec)

@@ -230,8 +230,10 @@ def set_arrival(rec: Any, body: Any, t: float) -> bool:
     return False
 
 
-def tag_id(rec: Any, body: Any, suffix: str) -> None:
-    """Append ``suffix`` to a record's id where it has one (keep-alive copies stay distinct)."""
+def tag_id(rec: Any, body: Any, suffix: str, default: str | None = None) -> None:
+    """Append ``suffix`` to a record's id (keep-alive copies stay distinct and recognisable);
+    a record with no id gets ``default + suffix`` as its ``id`` (``default``: the id the reader
+    gave the original, ``<file>:<line>``), so every copy is named in the proposed log."""
     for m in (rec, body):
         if not isinstance(m, MAPPING):
             continue
@@ -240,6 +242,8 @@ def tag_id(rec: Any, body: Any, suffix: str) -> None:
             if isinstance(v, (str, int)) and v != "":
                 m[k] = f"{v}{suffix}"
                 return
+    if default is not None and isinstance(rec, MAPPING):
+        rec["id"] = f"{default}{suffix}"
 
 
 def encode(records: Sequence[Any]) -> bytes:

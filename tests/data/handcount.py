@@ -413,8 +413,12 @@ def compute_new(case: str, recs: list[dict], detail: bool = False) -> int:
         return sum((C.shared(recs[k], recs[k - 1]) // 64) * 64 for k in (2, 4))
     if case == "C32":  # unkeyed: every request but the lucky fourth reads nothing; OpenAI 128-token steps
         return sum((O.shared(recs[k], recs[k - 1]) // 128) * 128 for k in range(1, len(recs)) if k != 3)
-    if case == "C33":  # the chain's history is on the server: the log shows no tokens to lose
-        return 0
+    if case == "C33":  # the chain rebuilt from the logged inputs (the responses hold no output): each
+        # request's rebuilt prompt starts with its predecessor's, served in OpenAI's 128-token steps
+        # by the simulation; the log reports none of it cached
+        inputs = [r["request"]["input"] for r in load(case)]
+        chain = [{"messages": sum(inputs[:k + 1], [])} for k in range(len(inputs))]
+        return sum((O.shared(chain[k], chain[k - 1]) // 128) * 128 for k in range(1, len(chain)))
     if case == "C34":  # each agent turn after the first finds the title request in the slot
         total = 0
         for k in range(2, len(recs), 2):
