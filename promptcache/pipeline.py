@@ -30,6 +30,7 @@ from .ingest.common import provider_for_model
 from .model import Divergence, Request
 from .pricing import PriceBook, Rates, tokens_cost
 from .simulate import Outcome, Prompt, RequestRef, Simulator
+from .simulate.routing import Route, Router
 from .simulate.rules import CacheRules, ProviderFile, load_providers, provider as provider_file
 from .prepare import CHUNK, Back, Context, Front, front_process
 from .tokenize import Tokenizer, one_thread_per_batch, resolve_tokenizer
@@ -227,13 +228,17 @@ class _Pipeline:
     def __init__(self, opts: AuditOptions):
         self.opts = opts
         self.providers = load_providers()
-        if opts.cache_model:
-            provider_file(opts.cache_model)  # validate early
+        _SELECTING.update(pid for pid, pf in self.providers.items() if any(m.get("select", "any") != "any"
+                                                                          for _, m in pf.models))
+        if opts.cache_model and provider_file(opts.cache_model).is_router:  # validate early
+            raise ConfigError(f"--cache-model {opts.cache_model} is a router: it applies its upstream's rules; "
+                              "choose the upstream's (anthropic, openai, bedrock ...)")
         self.contexts: dict[tuple[str, str], Context] = {}
         self.tok_cache: dict[tuple[str | None, str | None], Tokenizer | None] = {}
         self.rules: dict[tuple[str, str | None, str | None], CacheRules] = {}
         self.ns_rules: dict[str, CacheRules] = {}
         self.sim = Simulator()
+        self.router = Router(self.providers)
         self.warnings: list[str] = []
         self._warned: set[str] = set()
         self.index = 0
@@ -256,23 +261,30 @@ class _Pipeline:
             self._warned.add(msg)
             self.warnings.append(msg)
 
-    def provider_for(self, req: Request) -> ProviderFile:
-        """The provider file whose rules apply to a request."""
+    def route_for(self, req: Request) -> Route:
+        """The rules a request gets (:mod:`promptcache.simulate.routing`): ``--cache-model``,
+        else its model name, the provider the log names, or the upstream behind a router."""
         if self.opts.cache_model:
-            return self.providers[self.opts.cache_model]
-        name = req.provider or provider_for_model(req.model)
-        if name is None:
+            return Route(self.providers[self.opts.cache_model])
+        upstream = req.response.upstream if req.response is not None else None
+        got = self.router.resolve(req.provider, req.model, upstream)
+        if got is None:
             if req.hashed is not None:
                 raise ConfigError("hashed traces carry no model: choose the cache rules with --cache-model "
                                   f"({', '.join(sorted(self.providers))})")
-            name = "openai"
+            if req.provider and self.router.file_id(req.provider) is None and provider_for_model(req.model) is None:
+                raise ConfigError(f"no cache rules for provider {req.provider!r}; use --cache-model")
             self.warn(f"model {req.model!r} names no known provider; applying openai rules (use --cache-model)")
-        if name not in self.providers:
-            raise ConfigError(f"no cache rules for provider {name!r}; use --cache-model")
-        if req.provider and req.model and provider_for_model(req.model) is None:
-            self.warn(f"model {req.model!r} is in no provider's model list; applying {name} rules (from the log's "
-                      "format or provider field): use --cache-model vllm or sglang for a self-hosted engine")
-        return self.providers[name]
+            return Route(self.providers["openai"])
+        if req.model and got.via is None and self.router.by_model(req.model) is None \
+                and provider_for_model(req.model) is None:
+            self.warn(f"model {req.model!r} is in no provider's model list; applying {got.file.id} rules (from the "
+                      "log's format or provider field): use --cache-model vllm or sglang for a self-hosted engine")
+        return got
+
+    def provider_for(self, req: Request) -> ProviderFile:
+        """The provider file whose rules apply to a request."""
+        return self.route_for(req).file
 
     def context_for(self, pf: ProviderFile, req: Request) -> Context:
         """Tokenizer and chat format for a request under a provider file."""
@@ -294,14 +306,50 @@ class _Pipeline:
         return ctx
 
     def rules_for(self, pf: ProviderFile, req: Request) -> CacheRules:
-        """Rules for a request (cached per provider, model and retention)."""
-        key = (pf.id, req.model, req.cache_retention)
+        """Rules for a request (cached per provider, model, retention and cache mode): the
+        retention it asks for (``prompt_cache_retention``, or ``prompt_cache_options.ttl``),
+        whether it carries explicit breakpoints (Qwen's explicit cache), and OpenAI's
+        explicit-only mode (``prompt_cache_options.mode: "explicit"``)."""
+        opts = req.params.get("prompt_cache_options") if req.params else None
+        opts = opts if isinstance(opts, dict) else {}
+        retention = req.cache_retention or (str(opts["ttl"]) if opts.get("ttl") else None)
+        explicit = any(p.breakpoint is not None for p in req.parts) if pf.id in _SELECTING else False
+        explicit_only = opts.get("mode") == "explicit"
+        key = (pf.id, req.model, retention, explicit, explicit_only)
         r = self.rules.get(key)
         if r is None:
             o = self.opts
             r = self.rules[key] = pf.rules_for(req.model, ttl=o.ttl, capacity_tokens=o.capacity_tokens,
-                                               block_size=o.block_size, retention=req.cache_retention)
+                                               block_size=o.block_size, retention=retention, explicit=explicit,
+                                               explicit_only=explicit_only)
+            ratio = pf.ratio_for(req.model) if pf.tokenizer and pf.tokenizer.startswith("approx") else None
+            if ratio is not None and self.opts.tokenizer is None:
+                self.warn(f"{req.model}: token counts are approximate ({pf.tokenizer.partition(':')[2] or 'approx'}); "
+                          f"{pf.id}'s own tokenizer gives {ratio['low']}-{ratio['high']}x as many tokens for this "
+                          f"model ({ratio['source']}, checked {ratio['checked']}), so prompt sizes, minimums and "
+                          f"costs may be under-counted by up to {round((float(ratio['high']) - 1) * 100)}%")
         return r
+
+    def namespace(self, route: Route, pf: ProviderFile, req: Request, rules: CacheRules) -> str:
+        """The cache namespace label of a request: rules (and router), model, and what the
+        provider partitions by (``cache_key``, ``service_tier``), the upstream behind a router,
+        and the cache mode where a provider keeps explicit and implicit caches apart."""
+        ns = f"{route.label}/{req.model or '-'}"
+        if route.via and route.upstream:
+            ns += f"/upstream={route.upstream}"
+        if "cache_key" in pf.namespace and req.cache_key:
+            ns += f"/key={req.cache_key}"
+        if "service_tier" in pf.namespace and req.params and req.params.get("service_tier"):
+            tier = str(req.params["service_tier"])
+            if tier not in ("auto", "default"):
+                ns += f"/tier={tier}"
+        if pf.id in _SELECTING and rules.mode != "prefix":
+            ns += "/explicit"
+        return ns
+
+
+#: Provider files with ``select`` entries (explicit and implicit caches, Qwen): filled on load.
+_SELECTING: set[str] = set()
 
 
 def _divergence(prompt: Prompt, ctx: Context | None, at: int) -> Divergence:
@@ -531,8 +579,7 @@ class Pipeline:
         pipe = self.state
         rules = pipe.rules_for(pf, req)
         model = req.model or "-"
-        keyed = "cache_key" in pf.namespace and req.cache_key
-        ns = f"{pf.id}/{model}" + (f"/key={req.cache_key}" if keyed else "")
+        ns = pipe.namespace(pipe.route_for(req), pf, req, rules)
         pipe.ns_rules.setdefault(ns, rules)
         idx = pipe.index
         pipe.index += 1
