@@ -78,8 +78,10 @@ class VllmBlockPool:
     - hit blocks leave the free queue; new blocks are popped from its head (least recently
       freed), evicting what they cached; the request's new full blocks are cached (a hash may
       map to several blocks, the first inserted is served);
-    - on finishing, the request's blocks return to the tail of the free queue in reverse order,
-      so its deepest block is evicted first.
+    - on finishing, the request's blocks return to the free queue in reverse order, so its
+      deepest block is evicted first: cached blocks at its tail, blocks that cache nothing (the
+      partial last block) at its head, reused first (vLLM 0.33: "LIFO reuse of non-cached
+      blocks").
 
     Args:
         rules: engine rules with ``capacity_tokens`` and ``granularity`` (the block size).
@@ -101,12 +103,11 @@ class VllmBlockPool:
         self.evicted_blocks = 0
 
     def _keys(self, p: Any, count: int) -> list[bytes]:
-        """The chained key of each of the prompt's first ``count`` full blocks."""
-        u, W, B = p.unit_tokens, p.width, self.block
-        if u > 1:  # hashed: the last unit id of a block names the prefix up to it (chained ids)
-            per = B // u
-            return [p.units[((k + 1) * per - 1) * W:(k + 1) * per * W] for k in range(count)]
-        keys, h, step = [], b"", B * W
+        """The chained key of each of the prompt's first ``count`` full blocks: a digest of the
+        parent's key and the block's units (as vLLM hashes the parent's hash and the block's
+        tokens; a hashed trace's ids are chained too, but an id may recur at another depth)."""
+        W, B = p.width, self.block
+        keys, h, step = [], b"", (B // p.unit_tokens) * W
         for k in range(count):
             h = hashlib.blake2b(h + p.units[k * step:(k + 1) * step], digest_size=16).digest()
             keys.append(h)
@@ -145,8 +146,17 @@ class VllmBlockPool:
             b = blocks[k]
             self.hash_of[b] = keys[k]
             self.cached.setdefault(keys[k], {})[b] = None
+        # free: in reverse order; blocks that cache nothing (the partial last block) go to the
+        # front of the queue (reused first), cached ones to the back (BlockPool.free_blocks)
+        first = []
         for b in reversed(blocks):
+            if b in self.hash_of:
+                free[b] = None
+            else:
+                first.append(b)
+        for b in reversed(first):
             free[b] = None
+            free.move_to_end(b, last=False)
         return len(hits) * B, False
 
     @property
