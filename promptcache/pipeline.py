@@ -28,7 +28,7 @@ from .errors import ConfigError
 from .ingest import InputStats, ReadOptions, merge_by_arrival, read_requests
 from .ingest.common import provider_for_model
 from .model import Divergence, Request
-from .pricing import PriceBook, Rates, tokens_cost
+from .pricing import OVERLAY_SOURCE, PriceBook, Rates, tokens_cost
 from .simulate import Outcome, Prompt, RequestRef, Simulator
 from .simulate.routing import Route, Router
 from .simulate.rules import CacheRules, ProviderFile, load_providers, provider as provider_file
@@ -330,6 +330,17 @@ class _Pipeline:
                           f"costs may be under-counted by up to {round((float(ratio['high']) - 1) * 100)}%")
         return r
 
+    def price_context(self, pf: ProviderFile, req: Request, rules: CacheRules) -> tuple[tuple[str, str], ...]:
+        """What picks among a model's prices (genai-prices price variants): the request's
+        ``service_tier`` (OpenAI, Azure: flex, priority ...), Qwen's explicit cache reads."""
+        ctx: tuple[tuple[str, str], ...] = ()
+        tier = req.params.get("service_tier") if req.params else None
+        if tier and tier not in ("auto", "default") and "service_tier" in pf.namespace:
+            ctx = (("service_tier", str(tier)),)
+        if pf.id in _SELECTING and rules.mode != "prefix":
+            ctx += (("cache_mode", "explicit"),)
+        return ctx
+
     def namespace(self, route: Route, pf: ProviderFile, req: Request, rules: CacheRules) -> str:
         """The cache namespace label of a request: rules (and router), model, and what the
         provider partitions by (``cache_key``, ``service_tier``), the upstream behind a router,
@@ -595,7 +606,7 @@ class Pipeline:
         out = Outcome(idx, req.id, req.source.path, req.source.line, ns, pf.id, req.model, req.arrival,
                       prompt.n_tokens, cached, write, write_1h, shared, 0, div,
                       other.index if other is not None else None, reason, req.usage, flags,
-                      req.usage.output_tokens if req.usage else 0)
+                      req.usage.output_tokens if req.usage else 0, pipe.price_context(pf, req, rules))
         return Step(req, prompt, ctx, rules, out, other)
 
     def finish(self, outcomes: Sequence[Outcome]) -> None:
@@ -620,7 +631,8 @@ def request_tokens(o: Outcome, rules: Mapping[str, CacheRules], book: PriceBook
     """
     bw = rules[o.namespace].bills_writes
     pf = load_providers()[o.provider]
-    rates: Rates | None = book.rates(o.provider if pf.kind == "provider" else None, o.model, o.arrival)
+    rates: Rates | None = book.rates(o.provider if pf.kind == "provider" else None, o.model, o.arrival,
+                                     o.price_context)
     n = o.prompt_tokens
     rows = [("no_cache", n, 0, 0, 0),
             ("simulated", n, o.cached_tokens, o.write_tokens, o.write_1h_tokens) if bw else ("simulated", n, o.cached_tokens, 0, 0),
@@ -827,6 +839,9 @@ def assemble(part: Partial, opts: AuditOptions, book: PriceBook) -> AuditResult:
     if book.unknown:
         warnings.append(f"no price for model(s) {', '.join(sorted(book.unknown))}: token counts only for them "
                         "(add prices with --prices FILE)")
+    if book.from_overlay:
+        warnings.append(f"priced from promptcache's price overlay (not in genai-prices {book.genai_version}): "
+                        f"{', '.join(sorted(book.from_overlay))}")
     missing = sum(st.missing_arrival for st in part.inputs)
     if missing:
         warnings.append(f"{missing} request(s) have no arrival time: each is audited right after the request "
@@ -841,7 +856,8 @@ def assemble(part: Partial, opts: AuditOptions, book: PriceBook) -> AuditResult:
         inputs=part.inputs, outcomes=part.outcomes, scenarios=scen, namespaces=nss, rules=part.rules,
         tokenizers=part.tokenizers, top_prefixes=part.stretches[:opts.top], warnings=warnings,
         unknown_models=sorted(book.unknown), span_seconds=span,
-        prices_source=f"genai-prices {book.genai_version}" + (f" + {opts.prices_file}" if opts.prices_file else ""),
+        prices_source=f"genai-prices {book.genai_version}" + (f" + {opts.prices_file}" if opts.prices_file else "")
+        + (f" + {OVERLAY_SOURCE} for {', '.join(sorted(book.from_overlay))}" if book.from_overlay else ""),
         findings=aggregate(part.candidates) if part.candidates is not None else [],
         book=book,
     )

@@ -21,7 +21,7 @@ ROLE_KIND = {
 #: Request parameters kept for diagnosis; the provider rules decide which are in the prefix.
 PARAM_KEYS = (
     "tool_choice", "parallel_tool_calls", "response_format", "reasoning_effort", "reasoning",
-    "text", "verbosity", "modalities", "previous_response_id", "prompt_cache_options",
+    "text", "verbosity", "modalities", "previous_response_id", "prompt_cache_options", "service_tier",
 )
 
 

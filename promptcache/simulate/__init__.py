@@ -116,6 +116,9 @@ class Outcome:
             ``after_last_breakpoint``, ``lookback``, ``namespace``), or ``None``.
         usage: reported usage, if the log has it.
         flags: rule-specific observations (``breakpoints_over_limit`` ...).
+        output_tokens: reported output tokens (0 when not logged).
+        price_context: what selects among a model's prices: ``(("service_tier", "flex"),)``,
+            ``(("cache_mode", "explicit"),)`` (genai-prices price variants).
     """
 
     index: int
@@ -138,6 +141,7 @@ class Outcome:
     usage: Usage | None = None
     flags: tuple[str, ...] = ()
     output_tokens: int = 0
+    price_context: tuple[tuple[str, str], ...] = ()
 
 
 #: The ideal cache moves prefixes that no request touched in this many requests (of its model) to
