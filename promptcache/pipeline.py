@@ -66,6 +66,10 @@ class AuditOptions:
             same results; about 30% faster on fleet-size logs); ``None`` (the default) uses 2
             on machines with two or more cores for inputs of :data:`TWO_PROCESSES_BYTES` or
             more. More than 2 counts as 2 (``--dask`` scales further).
+        calibrate: infer each namespace's minimum, granularity and TTL from the reported usage
+            (``AuditResult.calibration``; :mod:`promptcache.calibrate`).
+        rules_overlay: a rules overlay written by ``--write-overlay`` (``--rules-overlay``):
+            its figures replace the documented ones where it matches.
     """
 
     cache_model: str | None = None
@@ -80,6 +84,8 @@ class AuditOptions:
     diagnose: bool = True
     show_text: bool = False
     workers: int | None = None
+    calibrate: bool = False
+    rules_overlay: str | None = None
 
     def __post_init__(self) -> None:
         """Reject values no run could use, naming the option.
@@ -200,6 +206,8 @@ class AuditResult:
         findings: filled by diagnosis (issue-level features add to it).
         prices_source: where the prices came from.
         book: the prices used (per-request costs: :func:`request_costs`).
+        calibration: with ``calibrate``, per namespace what the reported usage shows
+            (:class:`~promptcache.calibrate.Calibration`), else ``None``.
     """
 
     inputs: list[InputStats]
@@ -215,6 +223,7 @@ class AuditResult:
     findings: list[Any] = field(default_factory=list)
     prices_source: str = ""
     book: PriceBook | None = None
+    calibration: list[Any] | None = None
 
     @property
     def tokenizer_exact(self) -> bool:
@@ -239,6 +248,11 @@ class _Pipeline:
         self.ns_rules: dict[str, CacheRules] = {}
         self.sim = Simulator()
         self.router = Router(self.providers)
+        self.overlay = None
+        if opts.rules_overlay:
+            from .calibrate import load_overlay
+
+            self.overlay = load_overlay(opts.rules_overlay)
         self.warnings: list[str] = []
         self._warned: set[str] = set()
         self.index = 0
@@ -319,9 +333,11 @@ class _Pipeline:
         r = self.rules.get(key)
         if r is None:
             o = self.opts
-            r = self.rules[key] = pf.rules_for(req.model, ttl=o.ttl, capacity_tokens=o.capacity_tokens,
-                                               block_size=o.block_size, retention=retention, explicit=explicit,
-                                               explicit_only=explicit_only)
+            r = pf.rules_for(req.model, ttl=o.ttl, capacity_tokens=o.capacity_tokens, block_size=o.block_size,
+                             retention=retention, explicit=explicit, explicit_only=explicit_only)
+            if self.overlay is not None:
+                r = self.overlay.apply(r, pf.id, req.model)
+            self.rules[key] = r
             ratio = pf.ratio_for(req.model) if pf.tokenizer and pf.tokenizer.startswith("approx") else None
             if ratio is not None and self.opts.tokenizer is None:
                 self.warn(f"{req.model}: token counts are approximate ({pf.tokenizer.partition(':')[2] or 'approx'}); "
@@ -755,6 +771,7 @@ class Partial:
     inputs: list[InputStats]
     first_t: float | None
     last_t: float | None
+    calibration: list[Any] | None = None
 
 
 #: Garbage collector thresholds while streaming (see :func:`fewer_collections`).
@@ -812,6 +829,12 @@ def collect(pipe: Pipeline, *, progress: Callable[[int], None] | None = None,
 
         diag = Diagnoser(pipe, book, show_text=opts.show_text)
     outcomes = []
+    calibrator = None
+    if opts.calibrate:
+        from .calibrate import Calibrator
+
+        calibrator = Calibrator()
+        observers = (*observers, calibrator.observe)
     with fewer_collections():
         for step in pipe.steps(progress):
             outcomes.append(step.outcome)
@@ -827,7 +850,8 @@ def collect(pipe: Pipeline, *, progress: Callable[[int], None] | None = None,
     if outcomes and not state.contexts:
         tokenizers = {"hashed-blocks": (True, "token counts from the trace's input_length")}
     return Partial(outcomes, diag.finish_candidates() if diag is not None else None, _stretches(state, book, opts.top),
-                   dict(state.ns_rules), tokenizers, list(state.warnings), pipe.inputs, pipe.first_t, pipe.last_t)
+                   dict(state.ns_rules), tokenizers, list(state.warnings), pipe.inputs, pipe.first_t, pipe.last_t,
+                   calibrator.results() if calibrator is not None else None)
 
 
 def assemble(part: Partial, opts: AuditOptions, book: PriceBook) -> AuditResult:
@@ -859,7 +883,7 @@ def assemble(part: Partial, opts: AuditOptions, book: PriceBook) -> AuditResult:
         prices_source=f"genai-prices {book.genai_version}" + (f" + {opts.prices_file}" if opts.prices_file else "")
         + (f" + {OVERLAY_SOURCE} for {', '.join(sorted(book.from_overlay))}" if book.from_overlay else ""),
         findings=aggregate(part.candidates) if part.candidates is not None else [],
-        book=book,
+        book=book, calibration=part.calibration,
     )
 
 
