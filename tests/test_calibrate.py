@@ -130,3 +130,63 @@ def test_overlay_round_trip(tmp_path):
     r = ov.apply(RULES, "openai", "m")
     assert (r.min_tokens, r.granularity, r.ttl_seconds) == (2048, 64, 3600.0)
     assert ov.apply(RULES, "openai", "other") is RULES
+
+
+def _chat_log(tmp_path, n: int = 2):
+    """OpenAI Chat Completions records with reported usage (the OpenAI shape: prompt_tokens
+    includes cached_tokens)."""
+    import json
+
+    sys_prompt = "You are a careful assistant. " * 300
+    lines = []
+    for i in range(n):
+        lines.append(json.dumps({
+            "request": {"model": "gpt-4o", "messages": [{"role": "system", "content": sys_prompt},
+                                                        {"role": "user", "content": f"question {i}"}]},
+            "response": {"id": f"c{i}", "model": "gpt-4o", "choices": [{"message": {"role": "assistant", "content": "ok"}}],
+                         "usage": {"prompt_tokens": 1812, "completion_tokens": 1,
+                                   "prompt_tokens_details": {"cached_tokens": 1792 if i else 0}}},
+            "created_at": 1764547200 + 60 * i}))
+    p = tmp_path / "log.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def test_cli_calibrate_json_and_overlay(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from promptcache.cli import app
+
+    log = _chat_log(tmp_path)
+    r = CliRunner().invoke(app, ["audit", str(log), "--calibrate", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    (cal,) = json.loads(r.stdout)["calibration"]
+    assert cal["namespace"] == "openai/gpt-4o" and cal["requests"] == 2 and cal["requests_with_usage"] == 2
+    assert cal["min_tokens"]["value"] is None and cal["min_tokens"]["note"].startswith(NOT_ENOUGH)
+    assert cal["documented"]["min_tokens"] == 1024 and cal["disagreements"] == []
+    # an overlay, hand-written in the format --write-overlay writes, replaces the documented rules
+    ov = tmp_path / "overlay.yaml"
+    ov.write_text(yaml.safe_dump({"kind": "promptcache-rules-overlay/v1", "checked": "2026-12-01", "source": ["x"],
+                                  "entries": [{"provider": "openai", "match": ["gpt-4o"], "min_tokens": 2048,
+                                               "granularity": 64, "ttl_seconds": 1200.0}]}))
+    r = CliRunner().invoke(app, ["audit", str(log), "--rules-overlay", str(ov), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    rules = json.loads(r.stdout)["rules"]["openai/gpt-4o"]
+    assert (rules["min_tokens"], rules["granularity"]) == (2048, 64) and rules["source"].endswith("(calibrated)")
+    out = tmp_path / "written.yaml"
+    r = CliRunner().invoke(app, ["audit", str(log), "--write-overlay", str(out), "--format", "json"])
+    assert r.exit_code == 0 and yaml.safe_load(out.read_text())["entries"] == []   # nothing the log could tell
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: other\n")
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "promptcache", "audit", str(log), "--rules-overlay", str(bad)],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and "not a rules overlay" in p.stderr
+    before = log.read_text()
+    p = subprocess.run([sys.executable, "-m", "promptcache", "audit", str(log), "--write-overlay", str(log)],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and log.read_text() == before              # never over an input
