@@ -31,7 +31,7 @@ from .model import Divergence, Request
 from .pricing import OVERLAY_SOURCE, PriceBook, Rates, tokens_cost
 from .simulate import Outcome, Prompt, RequestRef, Simulator
 from .simulate.routing import Route, Router
-from .simulate.rules import CacheRules, ProviderFile, load_providers, provider as provider_file
+from .simulate.rules import CacheRules, ProviderFile, load_providers, provider as provider_file, stale as stale_rules
 from .prepare import CHUNK, Back, Context, Front, front_process
 from .tokenize import Tokenizer, one_thread_per_batch, resolve_tokenizer
 
@@ -863,6 +863,8 @@ def assemble(part: Partial, opts: AuditOptions, book: PriceBook) -> AuditResult:
     if book.unknown:
         warnings.append(f"no price for model(s) {', '.join(sorted(book.unknown))}: token counts only for them "
                         "(add prices with --prices FILE)")
+    used = {r.provider for r in part.rules.values()}
+    warnings.extend(stale_rules([pf for pid, pf in load_providers().items() if pid in used], part.last_t))
     if book.from_overlay:
         warnings.append(f"priced from promptcache's price overlay (not in genai-prices {book.genai_version}): "
                         f"{', '.join(sorted(book.from_overlay))}")

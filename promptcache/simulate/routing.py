@@ -19,8 +19,9 @@ name's organisation (``openrouter/anthropic/...`` → ``upstreams``). Its sticky
 model's traffic on one upstream, so one upstream's cache serves it: the namespace carries the
 upstream.
 
-Resolution order: a model prefix; a model pattern of a file that declares one; the log's
-provider (a file id or an alias); the first-party patterns of ``ingest.common.provider_for_model``.
+Resolution order: a router the log names (OpenRouter's own records); a model prefix; a model
+pattern of a file that declares one; the log's provider (a file id or an alias); the
+first-party patterns of ``ingest.common.provider_for_model``.
 """
 
 from __future__ import annotations
@@ -135,7 +136,10 @@ class Router:
         return got
 
     def _resolve(self, provider: str | None, model: str | None, upstream: str | None) -> Route | None:
-        pid = self.by_model(model) if model else None
+        named = self.file_id(provider, model)
+        pid = named if named is not None and self.providers[named].is_router else None  # a router the log names
+        if pid is None and model:
+            pid = self.by_model(model)
         if pid is None:
             pid = self.file_id(provider, model)
         if pid is None and model:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from ..datafiles import RULES_DIR, check_id, check_source, load_dir, read_mapping
 from ..errors import ConfigError
@@ -285,6 +285,28 @@ def load_providers(directory: str | None = None) -> dict[str, ProviderFile]:
         ConfigError: for the first invalid file.
     """
     return load_dir(directory, "providers", parse_provider_file, "provider files")
+
+
+#: A rules file checked more than this many days before a log's newest request is flagged.
+STALE_DAYS = 90
+
+
+def stale(files: Iterable[ProviderFile], newest: float | None, days: int = STALE_DAYS) -> list[str]:
+    """One warning per rules file checked more than ``days`` days before ``newest`` (a log's
+    newest arrival, UTC seconds); none without a time."""
+    if newest is None:
+        return []
+    from datetime import date as _date, datetime, timezone
+
+    when = datetime.fromtimestamp(newest, timezone.utc).date()
+    out = []
+    for pf in files:
+        checked = _date.fromisoformat(str(pf.checked))
+        age = (when - checked).days
+        if age > days:
+            out.append(f"{Path(pf.path).name if pf.path else pf.id} was checked on {checked}, {age} days before the "
+                       f"log's newest request ({when}): its cache facts may be out of date (more than {days} days)")
+    return out
 
 
 def provider(name: str) -> ProviderFile:
