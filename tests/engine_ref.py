@@ -59,6 +59,18 @@ def _absent_torchvision() -> None:
     sys.meta_path.append(_Finder())
 
 
+def _engines_path() -> None:
+    """Put the engines' install directory on the path: ``$PROMPTCACHE_ENGINES``, else the
+    checkout's ``.engines`` (``scripts/test`` installs them there, apart from the test
+    environment)."""
+    import os
+    from pathlib import Path
+
+    d = os.environ.get("PROMPTCACHE_ENGINES") or str(Path(__file__).resolve().parents[1] / ".engines")
+    if Path(d).is_dir() and d not in sys.path:
+        sys.path.append(d)
+
+
 def available() -> str | None:
     """``None`` when both engines import, else why not."""
     try:
@@ -78,6 +90,7 @@ def load() -> dict[str, Any]:
     import logging
     import warnings
 
+    _engines_path()
     _absent_torchvision()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
