@@ -67,6 +67,18 @@ def test_mooncake_equal_on_every_request(kind, cap):
     assert n == 12_031 and eng == sim
 
 
+@pytest.mark.parametrize("kind", ["vllm", "sglang"])
+def test_mooncake_synthetic_trace(kind):
+    """The other Mooncake trace (3,993 requests), at 1M tokens, where ../shared has it."""
+    from conftest import TRACES
+
+    path = TRACES / "synthetic_trace.jsonl"
+    if not path.exists():
+        pytest.skip("the shared Mooncake traces are not present")
+    n, eng, sim = _compare(path, kind, 1_000_000, 512 if kind == "vllm" else 1, read=_hashed())
+    assert n == 3_993 and eng == sim
+
+
 @pytest.mark.parametrize("cap", [4_000, 16_000])
 @pytest.mark.parametrize("kind", ["vllm", "sglang"])
 def test_chat_log_equal_on_every_request(kind, cap):
