@@ -359,8 +359,10 @@ class _Pipeline:
 
     def namespace(self, route: Route, pf: ProviderFile, req: Request, rules: CacheRules) -> str:
         """The cache namespace label of a request: rules (and router), model, and what the
-        provider partitions by (``cache_key``, ``service_tier``), the upstream behind a router,
-        and the cache mode where a provider keeps explicit and implicit caches apart."""
+        provider partitions by (``cache_key``, ``service_tier``, ``affinity:<name>``: a routing
+        identifier the log carries, such as xAI's ``x-grok-conv-id`` or Fireworks'
+        ``x-session-affinity``), the upstream behind a router, and the cache mode where a
+        provider keeps explicit and implicit caches apart."""
         ns = f"{route.label}/{req.model or '-'}"
         if route.via and route.upstream:
             ns += f"/upstream={route.upstream}"
@@ -370,6 +372,14 @@ class _Pipeline:
             tier = str(req.params["service_tier"])
             if tier not in ("auto", "default"):
                 ns += f"/tier={tier}"
+        for part in pf.namespace:
+            if part.startswith("affinity:") and req.affinity:
+                name = part.partition(":")[2]
+                v = req.affinity.get(name)
+                if v is None:
+                    v = next((x for k, x in req.affinity.items() if k.lower() == name), None)
+                if v:
+                    ns += f"/{name}={v}"
         if pf.id in _SELECTING and rules.mode != "prefix":
             ns += "/explicit"
         return ns

@@ -210,7 +210,23 @@ def test_xai_128_token_blocks():
     sim = PrefixSim(P["xai"].rules_for("grok-4.6"), 4, 1)
     sim.step(prompt(2000), 0.0)
     assert sim.step(shared(1300, 1500, 10**6), 1.0)[0] == 1280          # floor(1300/128)*128
-    assert P["xai"].namespace == ("model", "cache_key")                  # x-grok-conv-id / prompt_cache_key
+    assert P["xai"].namespace == ("model", "cache_key", "affinity:x-grok-conv-id")
+
+
+def test_xai_cache_is_per_server_by_conversation_id():
+    """"cache entries are stored per-server": requests of another x-grok-conv-id land elsewhere."""
+    from promptcache.model import Part
+
+    def req(i, conv):
+        return Request(id=f"r{i}", source=Source("x", i + 1), format="openai-chat", api="chat", provider=None,
+                       model="grok-4.6", arrival=1_764_547_200.0 + i,
+                       parts=(Part("system", "messages[0].content", "Be brief. " * 300, role="system", message=0),),
+                       affinity={"x-grok-conv-id": conv})
+    steps = list(Pipeline.from_requests([req(0, "a"), req(1, "b"), req(2, "a")], AuditOptions(diagnose=False)).steps())
+    assert [s.outcome.namespace for s in steps] == ["xai/grok-4.6/x-grok-conv-id=a", "xai/grok-4.6/x-grok-conv-id=b",
+                                                    "xai/grok-4.6/x-grok-conv-id=a"]
+    assert steps[1].outcome.cached_tokens == 0 and steps[1].outcome.miss_reason == "namespace"
+    assert steps[2].outcome.cached_tokens > 0 and steps[2].outcome.cached_tokens % 128 == 0
 
 
 def test_mistral_64_token_blocks():
