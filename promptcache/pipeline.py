@@ -16,7 +16,7 @@ import itertools
 import zlib
 from array import array
 from bisect import bisect_right
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
 from collections.abc import Mapping
@@ -70,6 +70,9 @@ class AuditOptions:
             (``AuditResult.calibration``; :mod:`promptcache.calibrate`).
         rules_overlay: a rules overlay written by ``--write-overlay`` (``--rules-overlay``):
             its figures replace the documented ones where it matches.
+        engine_pool: bounded engines run the engine's own pool (vLLM's block pool, SGLang's
+            radix tree); False: a plain LRU over cached blocks (what promptcache's own replay
+            engine keeps, which the replay compares with).
     """
 
     cache_model: str | None = None
@@ -86,6 +89,7 @@ class AuditOptions:
     workers: int | None = None
     calibrate: bool = False
     rules_overlay: str | None = None
+    engine_pool: bool = True
 
     def __post_init__(self) -> None:
         """Reject values no run could use, naming the option.
@@ -337,6 +341,8 @@ class _Pipeline:
                              retention=retention, explicit=explicit, explicit_only=explicit_only)
             if self.overlay is not None:
                 r = self.overlay.apply(r, pf.id, req.model)
+            if not o.engine_pool:
+                r = replace(r, engine_pool=False)
             self.rules[key] = r
             ratio = pf.ratio_for(req.model) if pf.tokenizer and pf.tokenizer.startswith("approx") else None
             if ratio is not None and self.opts.tokenizer is None:

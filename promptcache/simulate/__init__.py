@@ -257,7 +257,7 @@ def make_sim(rules: CacheRules, width: int, unit_tokens: int) -> PrefixSim | Bou
     """The cache model for one namespace: a bounded engine without TTL runs the engine's own
     algorithm (:mod:`promptcache.simulate.engines`); other prefix caches the prefix tree;
     breakpoint and boundary caches their entry store."""
-    if rules.kind == "engine" and rules.capacity_tokens is not None and rules.ttl_seconds is None:
+    if rules.kind == "engine" and rules.capacity_tokens is not None and rules.ttl_seconds is None and rules.engine_pool:
         return EngineSim(rules, width, unit_tokens)
     if rules.mode == "prefix":
         return PrefixSim(rules, width, unit_tokens)

@@ -61,6 +61,9 @@ class CacheRules:
         max_cached_tokens: longest cacheable prefix (Amazon Nova: 32K), or ``None``.
         endings: roles whose message endings are boundaries (``boundaries`` mode): OpenAI's
             user and tool messages; DeepSeek adds the model's own output (``assistant``).
+        engine_pool: a bounded engine runs the engine's own pool (vLLM's block pool, SGLang's
+            radix tree: :mod:`promptcache.simulate.engines`); False: a plain LRU over cached
+            blocks, as promptcache's own replay engine keeps them.
         source, checked: where the numbers come from and when they were checked.
     """
 
@@ -82,6 +85,7 @@ class CacheRules:
     implicit: bool = True
     max_cached_tokens: int | None = None
     endings: tuple[str, ...] = ("user", "tool")
+    engine_pool: bool = True
     source: str = ""
     checked: str = ""
 
