@@ -9,6 +9,10 @@ transformers has recorded it as absent; and SGLang's clock (``time.monotonic``, 
 nodes for LRU) is a counter advanced on every read, so eviction order is deterministic (the
 simulator advances its own stamps at the same reads).
 
+The engines run in a subprocess of their own (:func:`run`): their imports need a
+transformers that sees pillow, and the stand-ins above, in a clean interpreter, whatever the test
+process imported before.
+
 Each request runs alone from start to end (the protocol the simulator models):
 
 - vLLM: ``get_computed_blocks`` → ``allocate_slots`` for the whole prompt (``None``: refused) →
@@ -197,3 +201,55 @@ def sglang_cached(prompts: Iterable[Sequence[int]], capacity_tokens: int, page_s
         return out
     finally:
         rc.time = real_time
+
+
+def run(kind: str, prompts: Sequence[Any], capacity_tokens: int, block_size: int = 1) -> list[int | None]:
+    """Cached tokens per request from ``kind``'s own code (``vllm`` or ``sglang``), run in a
+    fresh interpreter; ``prompts`` are promptcache ``Prompt`` s.
+
+    Raises:
+        RuntimeError: with the subprocess's error output when it fails.
+    """
+    import pickle
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory(prefix="promptcache-engines-") as d:
+        src, dst = Path(d) / "in.pickle", Path(d) / "out.pickle"
+        src.write_bytes(pickle.dumps((kind, capacity_tokens, block_size,
+                                      [(p.units, p.width, p.unit_tokens, p.n_tokens) for p in prompts])))
+        proc = subprocess.run([sys.executable, __file__, str(src), str(dst)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{kind} run failed:\n{proc.stderr[-4000:]}")
+        return pickle.loads(dst.read_bytes())
+
+
+def check() -> str | None:
+    """``None`` when both engines import in a fresh interpreter, else why not."""
+    import subprocess
+
+    proc = subprocess.run([sys.executable, __file__, "--check"], capture_output=True, text=True)
+    return None if proc.returncode == 0 else (proc.stdout + proc.stderr).strip().splitlines()[-1]
+
+
+def _main(argv: list[str]) -> int:
+    import pickle
+    from types import SimpleNamespace
+
+    if argv == ["--check"]:
+        why = available()
+        print(why or "ok")
+        return 0 if why is None else 1
+    src, dst = argv
+    kind, cap, block, rows = pickle.loads(open(src, "rb").read())
+    prompts = [SimpleNamespace(units=u, width=w, unit_tokens=t, n_tokens=n) for u, w, t, n in rows]
+    toks = [tokens(p) for p in prompts]
+    out = vllm_cached(toks, cap, block) if kind == "vllm" else sglang_cached(toks, cap, block)
+    with open(dst, "wb") as fh:
+        pickle.dump(out, fh)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main(sys.argv[1:]))

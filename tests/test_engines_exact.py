@@ -1,7 +1,7 @@
 """The simulator against vLLM's and SGLang's own cache code, request by request (slow).
 
 vLLM 0.33.0's ``KVCacheManager`` (v1, prefix caching on) and SGLang 0.5.23's ``RadixCache`` run on
-CPU (tests/engine_ref.py; ``scripts/test`` installs them with ``--no-deps``); the audit pipeline
+CPU in a subprocess (tests/engine_ref.py; ``scripts/test`` installs them with ``--no-deps``); the audit pipeline
 runs the same requests with ``--cache-model vllm|sglang --capacity-tokens N``. Cached tokens must
 be equal on every request: the Mooncake conversation trace (12,031 requests, 512-token blocks) at
 0.1M, 1M and 10M tokens, and a tokenized chat log at a few thousand tokens. Skipped where the
@@ -26,12 +26,12 @@ CHAT = Path(__file__).resolve().parents[1] / "samples" / "support_bot.jsonl"
 
 @pytest.fixture(scope="module", autouse=True)
 def engines():
-    why = engine_ref.available()
+    why = engine_ref.check()
     if why is not None:
         if os.environ.get("PROMPTCACHE_REQUIRE_ENGINES") == "1":
             pytest.fail(f"vLLM/SGLang cache code not importable: {why}")
         pytest.skip(f"vLLM/SGLang cache code not importable ({why}); scripts/test installs them")
-    return engine_ref.load()
+    return True
 
 
 def _prompts(path: Path, opts: AuditOptions):
@@ -39,8 +39,8 @@ def _prompts(path: Path, opts: AuditOptions):
     return [(s.outcome.namespace, s.prompt, s.outcome.cached_tokens) for s in Pipeline([path], opts).steps()]
 
 
-def _engine(kind: str, toks, cap: int, block: int):
-    return engine_ref.vllm_cached(toks, cap, block) if kind == "vllm" else engine_ref.sglang_cached(toks, cap)
+def _engine(kind: str, prompts, cap: int, block: int):
+    return engine_ref.run(kind, prompts, cap, block)
 
 
 def _compare(path: Path, kind: str, cap: int, block: int, **kw) -> tuple[int, int, int]:
@@ -51,7 +51,7 @@ def _compare(path: Path, kind: str, cap: int, block: int, **kw) -> tuple[int, in
         by_ns.setdefault(ns, []).append(i)
     engine = [0] * len(rows)
     for idx in by_ns.values():
-        got = _engine(kind, [engine_ref.tokens(rows[i][1]) for i in idx], cap, block)
+        got = _engine(kind, [rows[i][1] for i in idx], cap, block)
         for i, g in zip(idx, got):
             engine[i] = g or 0  # refused: nothing served from the cache
     sim = [c for _, _, c in rows]
@@ -90,7 +90,7 @@ def test_the_audit_reports_the_engine_totals():
     """The audit's simulated scenario is the engines' sum (SGLang, Mooncake at 1M tokens)."""
     res = audit([TRACE], AuditOptions(cache_model="sglang", capacity_tokens=1_000_000, read=_hashed()))
     rows = _prompts(TRACE, AuditOptions(cache_model="sglang", capacity_tokens=1_000_000, read=_hashed(), diagnose=False))
-    got = engine_ref.sglang_cached([engine_ref.tokens(p) for _, p, _ in rows], 1_000_000)
+    got = engine_ref.run("sglang", [p for _, p, _ in rows], 1_000_000)
     assert res.scenarios["simulated"].cached_tokens == sum(g or 0 for g in got)
 
 
