@@ -236,9 +236,10 @@ def _gran_figure(st: _Namespace) -> Figure:
 
 def _ttl_figure(st: _Namespace, min_tokens: float | None, gran: float | None) -> Figure:
     """A miss counts where the shared prefix, floored to the granularity, reached the minimum
-    and went past what was read (else the minimum or the granularity explains it)."""
-    g = int(gran or 1)
-    m = min_tokens or 0
+    and went past what was read (else the minimum or the granularity explains it); where the
+    log does not show the minimum or the granularity, the documented ones are used."""
+    g = int(gran or getattr(st.rules, "granularity", 1) or 1)
+    m = min_tokens if min_tokens is not None else (getattr(st.rules, "min_tokens", 0) or 0)
     hits = st.hit_gaps
     misses = [gap for gap, shared, read in st.miss_gaps if (shared // g) * g >= max(m, 1) and (shared // g) * g > read]
     low = max(hits) if hits else None
@@ -277,7 +278,7 @@ def disagreements(c: Calibration) -> list[str]:
             out.append(f"granularity: reads come in {int(g.value):,}-token units where the rules count single tokens")
     t = c.ttl_seconds
     doc = d.get("ttl_seconds")
-    if doc is not None and (t.low is not None or t.high is not None):
+    if doc is not None and (t.low is not None or t.high is not None) and t.requests >= MIN_EVIDENCE:
         if t.low is not None and t.low > doc:
             out.append(f"ttl_seconds: a prefix still hit after {t.low:,.0f} s idle where the rules expire it after {doc:,.0f} s")
         if t.high is not None and t.high <= doc and (t.low is None or t.low < t.high):

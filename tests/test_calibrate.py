@@ -114,6 +114,7 @@ def test_not_enough_data():
     assert res.min_tokens.value is None and res.min_tokens.note.startswith(NOT_ENOUGH)
     assert res.granularity.value is None and res.granularity.note.startswith(NOT_ENOUGH)
     assert res.ttl_seconds.value is None and res.ttl_seconds.note.startswith(NOT_ENOUGH)
+    assert res.disagreements == []       # one pair below the documented minimum says nothing about the TTL
     hits_only = [r for r in synthetic(1024, 128, 300)]
     hits_only = hits_only[:len(hits_only) - 2 * 20]                 # drop the pairs past the TTL: no miss
     res = calibrate(hits_only)
