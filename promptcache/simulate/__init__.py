@@ -16,6 +16,7 @@ from typing import Any, Sequence
 from ..model import Divergence, Segment, Usage
 from ..prefix.tree import PrefixTree
 from .boundaries import BoundarySim
+from .engines import REFUSED, EngineSim
 from .rules import CacheRules
 from .slots import SlotSim
 
@@ -116,6 +117,9 @@ class Outcome:
             ``after_last_breakpoint``, ``lookback``, ``namespace``), or ``None``.
         usage: reported usage, if the log has it.
         flags: rule-specific observations (``breakpoints_over_limit`` ...).
+        output_tokens: reported output tokens (0 when not logged).
+        price_context: what selects among a model's prices: ``(("service_tier", "flex"),)``,
+            ``(("cache_mode", "explicit"),)`` (genai-prices price variants).
     """
 
     index: int
@@ -138,6 +142,7 @@ class Outcome:
     usage: Usage | None = None
     flags: tuple[str, ...] = ()
     output_tokens: int = 0
+    price_context: tuple[tuple[str, str], ...] = ()
 
 
 #: The ideal cache moves prefixes that no request touched in this many requests (of its model) to
@@ -209,7 +214,9 @@ class PrefixSim:
         if hit < r.min_tokens:
             hit = 0
         write = max(0, store_tokens - hit) if r.bills_writes else 0
-        return hit, write, 0, live, expired
+        # writes kept an hour or more are billed at the 1-hour write price (Kimi K3 "1h")
+        write_1h = write if r.ttl_seconds is not None and r.ttl_seconds >= 3600 else 0
+        return hit, write, write_1h, live, expired
 
 
 def miss_reason(rules: CacheRules, *, cached: int, shared: int, live: int | None, expired: bool, keyed: bool) -> str | None:
@@ -247,18 +254,32 @@ def miss_reason(rules: CacheRules, *, cached: int, shared: int, live: int | None
     return "granularity"
 
 
+def make_sim(rules: CacheRules, width: int, unit_tokens: int) -> PrefixSim | BoundarySim | EngineSim | SlotSim:
+    """The cache model for one namespace: a single-slot engine (llama.cpp, Ollama) its slots
+    (:mod:`promptcache.simulate.slots`); a bounded engine without TTL runs the engine's own
+    algorithm (:mod:`promptcache.simulate.engines`); other prefix caches the prefix tree;
+    breakpoint and boundary caches their entry store."""
+    if rules.mode == "slots":
+        return SlotSim(rules, width, unit_tokens)
+    if rules.kind == "engine" and rules.capacity_tokens is not None and rules.ttl_seconds is None and rules.engine_pool:
+        return EngineSim(rules, width, unit_tokens)
+    if rules.mode == "prefix":
+        return PrefixSim(rules, width, unit_tokens)
+    return BoundarySim(rules)
+
+
 class Simulator:
     """Replays prompts against the ideal cache and, per namespace, the simulated rules."""
 
     def __init__(self) -> None:
         self.ideal: dict[tuple[str, str | None], IdealCache] = {}
-        self.sims: dict[str, PrefixSim | BoundarySim | SlotSim] = {}
+        self.sims: dict[str, PrefixSim | BoundarySim | EngineSim | SlotSim] = {}
         self._steps = 0
 
     def sweep(self, now: float) -> None:
         """Drop expired entries in every namespace, and namespaces left empty."""
         for ns, sim in list(self.sims.items()):
-            if isinstance(sim, SlotSim):
+            if isinstance(sim, (EngineSim, SlotSim)):
                 continue
             if isinstance(sim, PrefixSim):
                 if sim.tree.ttl is None:
@@ -283,20 +304,19 @@ class Simulator:
             self.sweep(now)
         sim = self.sims.get(namespace)
         if sim is None:
-            if rules.mode == "slots":
-                sim = SlotSim(rules, prompt.width, prompt.unit_tokens)
-            else:
-                sim = PrefixSim(rules, prompt.width, prompt.unit_tokens) if rules.mode == "prefix" else BoundarySim(rules)
-            self.sims[namespace] = sim
+            sim = self.sims[namespace] = make_sim(rules, prompt.width, prompt.unit_tokens)
         flags: tuple[str, ...] = ()
         if isinstance(sim, SlotSim):
             cached, write, write_1h, live, _ = sim.step(prompt, now)
             reason, expired = None, False
+        elif isinstance(sim, EngineSim):
+            cached, write, write_1h, live, expired, flags = sim.step(prompt, now)
+            reason = "over_capacity" if flags else None
         elif isinstance(sim, PrefixSim):
             cached, write, write_1h, live, expired = sim.step(prompt, now)
             reason = None
         else:
-            cached, write, write_1h, reason, flags = sim.step(prompt, now)
+            cached, write, write_1h, reason, flags = sim.step(prompt, now, rules)
             live, expired = None, False
         ideal = self.ideal.get(ideal_key)
         if ideal is None:

@@ -63,9 +63,11 @@ class EntryStore:
         self.entries = {k: e for k, e in self.entries.items() if e[0] >= now}
 
 
-def message_endings(segments: Sequence[Segment]) -> list[int]:
-    """Indices of segments that end an OpenAI-eligible message: a user message, the last tool
-    response of a consecutive group, and the end of the initial developer/system block."""
+def message_endings(segments: Sequence[Segment], roles: Sequence[str] = ("user", "tool")) -> list[int]:
+    """Indices of segments that end an eligible message: a user message, the last tool
+    response of a consecutive group, and the end of the initial developer/system block (OpenAI),
+    plus an assistant message where ``roles`` has ``assistant`` (DeepSeek's units at the end of
+    the model's output)."""
     out: list[int] = []
     n = len(segments)
     initial_done = False
@@ -82,7 +84,7 @@ def message_endings(segments: Sequence[Segment]) -> list[int]:
             continue
         if s.kind != "tool" and s.kind != "param":
             initial_done = True
-        if role == "user":
+        if role == "user" or (role == "assistant" and "assistant" in roles):
             out.append(i)
         elif role == "tool" and (nxt is None or nxt.role != "tool"):
             out.append(i)
@@ -98,9 +100,8 @@ class BoundarySim:
         self._steps = 0
         self.force_ttl = force_ttl  # what-if: every breakpoint at this TTL
 
-    def _plan(self, segs: Sequence[Segment]) -> tuple[list[int], list[tuple[int, float]], list[str]]:
+    def _plan(self, segs: Sequence[Segment], r: CacheRules) -> tuple[list[int], list[tuple[int, float]], list[str]]:
         """(lookup segment indices, (write segment index, ttl) pairs, flags) for one prompt."""
-        r = self.rules
         default_ttl = float(r.ttl_seconds or 300)
         flags: list[str] = []
         explicit = [i for i, s in enumerate(segs) if s.breakpoint is not None]
@@ -117,26 +118,33 @@ class BoundarySim:
                 flags.append("ttl_order")  # longer TTLs must come first
             return lookups, writes, flags
         # boundaries (OpenAI GPT-5.6+): implicit breakpoint at the latest eligible ending
-        ends = message_endings(segs)
+        # explicit-only mode (prompt_cache_options.mode "explicit"): no implicit breakpoint and no
+        # earlier message endings; without explicit breakpoints nothing is looked up or written
+        ends = message_endings(segs, r.endings) if r.implicit else []
         implicit = ends[-1:] if ends else []
         earlier = ends[-1 - (r.lookback or 20):-1] if ends else []
         lookups = sorted(set(implicit + earlier + explicit), reverse=True)
         write_idx = sorted(set(implicit + explicit))
+        if "assistant" in r.endings:  # the previous output's unit (persisted when it was returned)
+            last_out = [i for i in ends if segs[i].role == "assistant"][-1:]
+            write_idx = sorted(set(write_idx + last_out))
         if r.max_writes is not None and len(write_idx) > r.max_writes:
             flags.append("writes_over_limit")
             write_idx = write_idx[-r.max_writes:]
         return lookups, [(i, default_ttl) for i in write_idx], flags
 
-    def step(self, p, now: float | None) -> tuple[int, int, int, str | None, tuple[str, ...]]:  # p: Prompt
-        """Simulate one prompt → ``(cached, write, write_1h, reason, flags)`` (tokens)."""
-        r = self.rules
+    def step(self, p, now: float | None, rules: CacheRules | None = None  # p: Prompt
+             ) -> tuple[int, int, int, str | None, tuple[str, ...]]:
+        """Simulate one prompt → ``(cached, write, write_1h, reason, flags)`` (tokens), under the
+        namespace's rules or the request's own (``rules``: explicit-only mode, a TTL choice)."""
+        r = rules or self.rules
         segs, ends, keys = p.segments, p.seg_ends, p.keys()
         if not segs:
             from ..errors import ConfigError
 
             raise ConfigError(f"cache model {r.provider} needs request bodies; hashed traces work with prefix caches "
-                              "(openai, gemini, deepseek, vllm, sglang)")
-        lookups, writes, flags = self._plan(segs)
+                              "(openai before GPT-5.6, gemini, xai, mistral, groq, fireworks, together, vllm, sglang)")
+        lookups, writes, flags = self._plan(segs, r)
         store = self.store
         hit, hit_key, expired_at = 0, None, 0
         for j in lookups:
@@ -147,7 +155,8 @@ class BoundarySim:
                 hit, hit_key = ends[j], keys[j]
             elif state is False:
                 expired_at = max(expired_at, ends[j])
-        valid = [(i, ttl) for i, ttl in writes if ends[i] >= r.min_tokens]
+        valid = [(i, ttl) for i, ttl in writes if ends[i] >= r.min_tokens
+                 and (r.max_cached_tokens is None or ends[i] <= r.max_cached_tokens)]
         write = write_1h = 0
         if valid:
             c = max(ends[i] for i, _ in valid)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from ..datafiles import RULES_DIR, check_id, check_source, load_dir, read_mapping
 from ..errors import ConfigError
@@ -23,10 +23,15 @@ __all__ = ["RULES_DIR", "MODES", "CacheRules", "ProviderFile", "load_providers",
 MODES = ("prefix", "boundaries", "breakpoints", "slots")
 
 _FILE_KEYS = {"id", "name", "kind", "source", "checked", "notes", "render", "tokenizer", "namespace",
-              "retention", "models", "min_tokens", "ttl_options"}
+              "retention", "models", "min_tokens", "ttl_options", "route", "token_ratio", "upstreams",
+              "upstream_providers", "sticky_seconds", "facts"}
 _MODEL_KEYS = {"match", "mode", "min_tokens", "granularity", "block_size", "full_blocks_only", "max_hit_offset",
                "ttl_seconds", "refresh_on_hit", "eviction", "bills_writes", "source", "checked", "lookback",
-               "max_breakpoints", "max_writes", "slots", "slot_similarity"}
+               "max_breakpoints", "max_writes", "select", "implicit", "max_cached_tokens", "notes", "endings",
+               "slots", "slot_similarity"}
+_ROUTE_KEYS = {"prefixes", "aliases", "models", "family"}
+#: ``select`` of a ``models`` entry: which requests it applies to.
+SELECT = ("any", "explicit", "implicit")
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,15 @@ class CacheRules:
         slots: cached prompts an engine keeps (``slots`` mode: llama.cpp, Ollama).
         slot_similarity: least share of a prompt a slot must hold to be reused rather than the
             least recently used slot (llama.cpp ``--slot-prompt-similarity``).
+        implicit: boundaries mode adds its implicit breakpoint (OpenAI's default); False for
+            ``prompt_cache_options.mode: "explicit"`` (only the request's own breakpoints; none:
+            no caching and no writes).
+        max_cached_tokens: longest cacheable prefix (Amazon Nova: 32K), or ``None``.
+        endings: roles whose message endings are boundaries (``boundaries`` mode): OpenAI's
+            user and tool messages; DeepSeek adds the model's own output (``assistant``).
+        engine_pool: a bounded engine runs the engine's own pool (vLLM's block pool, SGLang's
+            radix tree: :mod:`promptcache.simulate.engines`); False: a plain LRU over cached
+            blocks, as promptcache's own replay engine keeps them.
         source, checked: where the numbers come from and when they were checked.
     """
 
@@ -75,6 +89,10 @@ class CacheRules:
     max_writes: int | None = None
     slots: int = 1
     slot_similarity: float = 0.0
+    implicit: bool = True
+    max_cached_tokens: int | None = None
+    endings: tuple[str, ...] = ("user", "tool")
+    engine_pool: bool = True
     source: str = ""
     checked: str = ""
 
@@ -113,9 +131,28 @@ class ProviderFile:
     models: tuple[tuple[tuple[str, ...], Mapping[str, Any]], ...]
     min_tokens: tuple[tuple[tuple[str, ...], int], ...] = ()
     path: str = ""
+    route: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    token_ratio: tuple[tuple[tuple[str, ...], Mapping[str, Any]], ...] = ()
+    upstreams: Mapping[str, str] = field(default_factory=dict)
+    upstream_providers: Mapping[str, str] = field(default_factory=dict)
+    sticky_seconds: float | None = None
+    facts: tuple[Mapping[str, Any], ...] = ()
+
+    @property
+    def is_router(self) -> bool:
+        """A router (OpenRouter) applies its upstream's rules, not its own."""
+        return self.kind == "router"
+
+    def ratio_for(self, model: str | None) -> Mapping[str, Any] | None:
+        """How far the approximate tokenizer may be from the provider's for a model:
+        ``{low, high, source, checked, quote}`` (provider tokens per approximate token), or
+        ``None`` when no range is documented."""
+        name = (model or "").split("/")[-1].lower()
+        return next((r for pats, r in self.token_ratio if any(fnmatch.fnmatchcase(name, p) for p in pats)), None)
 
     def rules_for(self, model: str | None, *, ttl: float | None = None, capacity_tokens: int | None = None,
-                  block_size: int | None = None, retention: str | None = None) -> CacheRules:
+                  block_size: int | None = None, retention: str | None = None, explicit: bool = False,
+                  explicit_only: bool = False) -> CacheRules:
         """The :class:`CacheRules` for a model, with command-line overrides applied.
 
         Args:
@@ -123,10 +160,20 @@ class ProviderFile:
             ttl: ``--ttl`` seconds (0 disables expiry).
             capacity_tokens: ``--capacity-tokens``.
             block_size: ``--block-size`` (engines' block; sets granularity).
-            retention: the request's ``prompt_cache_retention`` (OpenAI).
+            retention: the request's retention choice (OpenAI ``prompt_cache_retention``;
+                ``5m``/``1h`` where ``ttl_options``/``retention`` name them).
+            explicit: the request carries explicit breakpoints (picks ``select: explicit``
+                entries, Qwen's explicit cache).
+            explicit_only: OpenAI ``prompt_cache_options.mode: "explicit"``: no implicit
+                breakpoint.
+
+        Raises:
+            ConfigError: when no entry matches.
         """
         name = (model or "").split("/")[-1].lower()
-        spec = next((m for pats, m in self.models if any(fnmatch.fnmatchcase(name, p) for p in pats)), None)
+        want = "explicit" if explicit else "implicit"
+        spec = next((m for pats, m in self.models if any(fnmatch.fnmatchcase(name, p) for p in pats)
+                     and m.get("select", "any") in ("any", want)), None)
         if spec is None:
             raise ConfigError(f"{self.path}: no 'models' entry matches {model!r}; add a '*' entry")
         min_tokens = spec.get("min_tokens")
@@ -140,8 +187,12 @@ class ProviderFile:
             eviction=spec.get("eviction"), bills_writes=bool(spec.get("bills_writes", False)),
             lookback=spec.get("lookback"), max_breakpoints=spec.get("max_breakpoints"), max_writes=spec.get("max_writes"),
             slots=int(spec.get("slots", 1)), slot_similarity=float(spec.get("slot_similarity", 0.0)),
+            implicit=bool(spec.get("implicit", True)) and not explicit_only, max_cached_tokens=spec.get("max_cached_tokens"),
+            endings=tuple(spec.get("endings") or ("user", "tool")),
             source=str(spec.get("source", self.source)), checked=str(spec.get("checked", self.checked)),
         )
+        if retention and retention in self.ttl_options and r.mode == "prefix":
+            r = replace(r, ttl_seconds=float(self.ttl_options[retention]))
         if retention and retention in self.retention:
             r = replace(r, ttl_seconds=self.retention[retention])
         if ttl is not None:
@@ -191,10 +242,32 @@ def parse_provider_file(path: Path) -> ProviderFile:
             raise ConfigError(f"{where}: unknown key(s) {', '.join(sorted(bad))}")
         if m.get("mode") not in MODES:
             raise ConfigError(f"{where}: 'mode' must be one of {', '.join(MODES)}")
+        if m.get("select", "any") not in SELECT:
+            raise ConfigError(f"{where}: 'select' must be one of {', '.join(SELECT)}")
         check_source(m, where)
         models.append((_patterns(m.get("match"), where), m))
-    if not models:
+    kind = str(d.get("kind", "provider"))
+    if kind not in ("provider", "engine", "router"):
+        raise ConfigError(f"{path}: 'kind' must be provider, engine or router")
+    if not models and kind != "router":
         raise ConfigError(f"{path}: no 'models' entries")
+    route = d.get("route") or {}
+    if not isinstance(route, dict) or set(route) - _ROUTE_KEYS:
+        raise ConfigError(f"{path}: 'route' may have {', '.join(sorted(_ROUTE_KEYS))}")
+    ratios = []
+    for i, e in enumerate(d.get("token_ratio") or []):
+        where = f"{path}: token_ratio[{i}]"
+        if not isinstance(e, dict) or not isinstance(e.get("low"), (int, float)) or not isinstance(e.get("high"), (int, float)):
+            raise ConfigError(f"{where}: needs 'match', numeric 'low' and 'high'")
+        check_source(e, where)
+        ratios.append((_patterns(e.get("match"), where), e))
+    facts = []
+    for i, e in enumerate(d.get("facts") or []):
+        where = f"{path}: facts[{i}]"
+        if not isinstance(e, dict) or "fact" not in e:
+            raise ConfigError(f"{where}: needs 'fact', 'source' and 'checked'")
+        check_source(e, where)
+        facts.append(e)
     mins = []
     for i, e in enumerate(d.get("min_tokens") or []):
         if not isinstance(e, dict) or not isinstance(e.get("tokens"), int):
@@ -205,12 +278,16 @@ def parse_provider_file(path: Path) -> ProviderFile:
         check_source(v, f"{path}: retention.{k}")
         retention[str(k)] = float(v["seconds"])
     return ProviderFile(
-        id=d["id"], name=str(d.get("name", d["id"])), kind=str(d.get("kind", "provider")), source=d["source"],
+        id=d["id"], name=str(d.get("name", d["id"])), kind=kind, source=d["source"],
         checked=str(d["checked"]), notes=" ".join(str(d.get("notes", "")).split()),
         layout=Layout(order=order, params=tuple(render.get("params") or ()), framing=framing),
         tokenizer=d.get("tokenizer"), namespace=tuple(d.get("namespace") or ("model",)),
         retention=retention, ttl_options=dict(d.get("ttl_options") or {}), models=tuple(models),
         min_tokens=tuple(mins), path=str(path),
+        route={k: tuple(str(x).lower() for x in (v if isinstance(v, list) else [v])) for k, v in route.items()},
+        token_ratio=tuple(ratios), upstreams={str(k).lower(): str(v) for k, v in (d.get("upstreams") or {}).items()},
+        upstream_providers={str(k).lower(): str(v) for k, v in (d.get("upstream_providers") or {}).items()},
+        sticky_seconds=d.get("sticky_seconds"), facts=tuple(facts),
     )
 
 
@@ -222,6 +299,28 @@ def load_providers(directory: str | None = None) -> dict[str, ProviderFile]:
         ConfigError: for the first invalid file.
     """
     return load_dir(directory, "providers", parse_provider_file, "provider files")
+
+
+#: A rules file checked more than this many days before a log's newest request is flagged.
+STALE_DAYS = 90
+
+
+def stale(files: Iterable[ProviderFile], newest: float | None, days: int = STALE_DAYS) -> list[str]:
+    """One warning per rules file checked more than ``days`` days before ``newest`` (a log's
+    newest arrival, UTC seconds); none without a time."""
+    if newest is None:
+        return []
+    from datetime import date as _date, datetime, timezone
+
+    when = datetime.fromtimestamp(newest, timezone.utc).date()
+    out = []
+    for pf in files:
+        checked = _date.fromisoformat(str(pf.checked))
+        age = (when - checked).days
+        if age > days:
+            out.append(f"{Path(pf.path).name if pf.path else pf.id} was checked on {checked}, {age} days before the "
+                       f"log's newest request ({when}): its cache facts may be out of date (more than {days} days)")
+    return out
 
 
 def provider(name: str) -> ProviderFile:
