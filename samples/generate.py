@@ -197,7 +197,7 @@ def rag_app(rng: random.Random) -> list[dict]:
         ids = [f"{topic}-{i + 1}" for i in range(5)]
         scored = sorted(ids, key=lambda d: -(zlib.crc32(d.encode()) % 100 + rng.random() * 40))  # score order jitters
         context = "\n\n".join(f"<doc id=\"{d}\">\n{docs[d]}\n</doc>" for d in scored)
-        body = {"model": "gpt-4.1-mini", "instructions": instructions,
+        body = {"model": "gpt-4.1", "instructions": instructions,
                 "input": [{"role": "user", "content": [{"type": "input_text", "text": "Context documents:\n\n" + context},
                                                         {"type": "input_text", "text": "Question: " + rng.choice(questions[topic])}]}],
                 "temperature": 0}
