@@ -31,6 +31,30 @@ def scenario_record(t: ScenarioTotals) -> dict[str, Any]:
     }
 
 
+def left_on_table(res: AuditResult) -> Decimal | None:
+    """What the log could save, in USD: the cache rules' gap (simulated cost minus the ideal
+    cache's) plus what the prompt changes the diagnosis located cost beyond the ideal (the
+    accounting's ``content`` gap: the same traffic without them). The two gaps are disjoint by
+    construction (:mod:`promptcache.diagnose.accounting`). ``None`` when unpriced."""
+    sim, ideal = res.scenarios["simulated"].cost, res.scenarios["ideal"].cost
+    if sim is None or ideal is None:
+        return None
+    content = res.accounting.cost.get("content") if res.accounting is not None else None
+    return sim - ideal + (content or Decimal(0))
+
+
+def _savings(res: AuditResult) -> dict[str, Any]:
+    sim, nc, ideal = res.scenarios["simulated"], res.scenarios["no_cache"], res.scenarios["ideal"]
+    acc = res.accounting
+    left = left_on_table(res)
+    return {
+        "simulated_vs_no_cache": money(nc.cost - sim.cost) if nc.cost is not None and sim.cost is not None else None,
+        "left_on_table": money(left) if left is not None else None,
+        "cache_rules": money(sim.cost - ideal.cost) if sim.cost is not None and ideal.cost is not None else None,
+        "prompt_changes": money(acc.cost["content"]) if acc is not None and acc.cost.get("content") is not None else None,
+    }
+
+
 def audit_record(res: AuditResult, *, include_requests: bool = True, detail: bool = False) -> dict[str, Any]:
     """The whole audit as plain JSON-able data (schema ``promptcache.audit/v1``).
 
@@ -54,10 +78,7 @@ def audit_record(res: AuditResult, *, include_requests: bool = True, detail: boo
             "notes": [n for _, n in res.tokenizers.values() if n],
         },
         "scenarios": sc,
-        "savings_usd": {
-            "simulated_vs_no_cache": money(nc.cost - sim.cost) if nc.cost is not None and sim.cost is not None else None,
-            "left_on_table": money(sim.cost - ideal.cost) if sim.cost is not None and ideal.cost is not None else None,
-        },
+        "savings_usd": _savings(res),
         "span_seconds": res.span_seconds,
         "prices": res.prices_source,
         "unpriced_models": res.unknown_models,
@@ -89,9 +110,9 @@ def audit_record(res: AuditResult, *, include_requests: bool = True, detail: boo
         costs = per_request_costs(res)
         rec["series"] = time_series(res, costs=costs)
         span = res.span_seconds
+        left = left_on_table(res)
         summary["savings_usd"]["left_on_table_per_day"] = (
-            money((sim.cost - ideal.cost) * Decimal(86400) / Decimal(str(span)))
-            if sim.cost is not None and ideal.cost is not None and span and span >= 60 else None)
+            money(left * Decimal(86400) / Decimal(str(span))) if left is not None and span and span >= 60 else None)
     if include_requests:
         rec["requests"] = [_request(o) for o in res.outcomes]
         if costs is not None:

@@ -216,7 +216,8 @@ def _kpis(rec: dict[str, Any]) -> str:
         ("kpi-cost-simulated", "Simulated cost", usd(sim["cost_usd"]), f"no cache {usd(nc['cost_usd'])}", ""),
         ("kpi-saved", "Caching saves", usd(sav["simulated_vs_no_cache"]), "simulated vs no cache", "good"),
         ("kpi-left", "Left on the table", usd(sav["left_on_table"]),
-         f"≈ {usd(per_day)}/day at this log's rate" if per_day is not None else "simulated vs ideal cache", "bad"),
+         (f"≈ {usd(per_day)}/day at this log's rate" if per_day is not None else "prompt changes and cache rules")
+         + (f"; {usd(sav['prompt_changes'])} to prompt changes" if sav.get("prompt_changes") else ""), "bad"),
     ]
     return '<div class="kpis">' + "".join(
         f'<div class="kpi {cls}"><div class="k">{esc(k)}</div><div class="v" id="{cid}">{esc(v)}</div>'

@@ -89,7 +89,9 @@ def render_markdown(rec: dict[str, Any], proposals: Sequence[dict[str, Any]] | N
         out.append(f"Caching saves **{usd(sav['simulated_vs_no_cache'])}** against no cache; "
                    f"**{usd(sav['left_on_table'])}** is left on the table"
                    + (f" (≈ {usd(per_day)}/day at this log's rate)" if per_day is not None else "")
-                   + " — the gap between the simulated rules and an ideal cache.")
+                   + (f": {usd(sav['prompt_changes'])} to prompt changes that end the shared prefix, "
+                      f"{usd(sav['cache_rules'])} to the cache rules (the simulated rules against an ideal cache)."
+                      if sav.get("prompt_changes") else " — the gap between the simulated rules and an ideal cache."))
     else:
         out.append("No prices for these models: token counts only.")
     out += inputs_table(rec["inputs"])
