@@ -223,8 +223,6 @@ def test_audits_of_hostile_logs_exit_0_1_or_2_and_leave_the_file(name, tmp_path_
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(reason="the report renderers print quoted prompt text raw; their terminal escaping is "
-                          "another change (issue 18 item 6)", strict=False)
 @pytest.mark.parametrize("name", ["openai-chat", "anthropic", "langfuse", "otel"])
 def test_nothing_printed_holds_a_control_sequence(name, tmp_path_factory):
     @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
