@@ -24,17 +24,17 @@ from typing import Any, Callable, Sequence
 
 from ..errors import BadRecord, ConfigError
 from ..model import Request
-from ..pipeline import AuditOptions, AuditResult, Pipeline, ScenarioTotals, Step, price, run
+from ..pipeline import AuditOptions, AuditResult, Pipeline, ScenarioTotals, Step, assemble, collect, price, run
 from ..pricing import PriceBook
 from ..report.numbers import usd
 from ..simulate import Outcome
 from ..simulate.rules import load_providers
 from . import lifetime as lt
 from . import logio
-from .gap import GapPart, attainable, explain, remaining_findings
 from .logio import BODY_FORMATS, Item, Out, Parsers
 from .observe import Observer
 from .plan import Change, Plan, build
+from .remaining import Remaining, explain, remaining_findings
 from .rewrite import Rewriter
 
 __all__ = ["Change", "Plan", "Proposal", "ProposeResult", "propose"]
@@ -50,11 +50,11 @@ class Proposal:
         unmatched: requests whose text did not match the template (left as they are).
         before, after: scenario totals of the template's requests before and after the plan
             (after: keep-alive requests included).
-        gap: what remains between simulated and ideal after the plan, by cause.
+        remaining: what is left after the plan, by cause: the loss accounting of the proposed
+            log's audit on the template's requests (:func:`~.remaining.explain`); its ``rules``
+            gap is ``after["ideal"]`` minus ``after["simulated"]`` cached tokens, exactly.
         lifetime: the lifetime optimiser's answer, or ``None`` where it did not run.
         lines: lines of the proposed log that belong to the template.
-        attainable_tokens: the ideal's cache reads after the plan within the provider's minimum
-            and hit granularity (:func:`~.gap.attainable`).
         findings_after: what the diagnosis still finds on the template's proposed requests.
     """
 
@@ -63,11 +63,16 @@ class Proposal:
     unmatched: int
     before: dict[str, ScenarioTotals]
     after: dict[str, ScenarioTotals]
-    gap: list[GapPart] = field(default_factory=list)
+    remaining: Remaining = field(default_factory=lambda: Remaining({}, [], 0))
     lifetime: lt.Choice | None = None
     lines: list[int] = field(default_factory=list)
-    attainable_tokens: int = 0
     findings_after: list[Any] = field(default_factory=list)
+
+    @property
+    def attainable_tokens(self) -> int:
+        """The ideal's cache reads after the plan within the provider's minimum, hit granularity
+        and longest cacheable prefix (:func:`~.remaining.attainable`)."""
+        return self.remaining.attainable
 
     @property
     def savings_usd(self) -> Decimal | None:
@@ -208,10 +213,10 @@ def propose(paths: Sequence[str | Path], opts: AuditOptions | None = None, *, wr
                     c.applied = False
                     c.rationale += (f" Not applied: {fmt} records cannot be rewritten (the proposal rewrites "
                                     f"{', '.join(BODY_FORMATS)} records); not simulated.")
-    formats = sorted({it.fmt for it in items})
-    if write is not None and len(formats) > 1:
-        raise ConfigError(f"--write-proposed writes one log in one format, but the inputs hold {', '.join(formats)} "
-                          "records: propose each format's logs separately")
+    answers = sorted({it.fmt for it in items if logio.responses_only(it.fmt)})
+    if write is not None and answers and len(answers) < len({it.fmt for it in items}):
+        raise ConfigError(f"--write-proposed writes one log, but the inputs hold {', '.join(answers)} records, which "
+                          "are read from a file of their own: propose them with their requests' files separately")
     unread = [str(p) for fi, (p, st) in enumerate(zip(paths, before.inputs))
               if st.requests and not any(it.file == fi for it in items)]
     if write is not None and unread:
@@ -249,7 +254,8 @@ def propose(paths: Sequence[str | Path], opts: AuditOptions | None = None, *, wr
             for p in idle:
                 p.plan.withdraw(tuple(c.kind for c in p.plan.changes if c.kind != "pin-routing"),
                                 "Withdrawn: re-simulated on this traffic it changes neither the cost nor the cached "
-                                "tokens" + (f" ({p.gap[0].description})." if p.gap else "."))
+                                "tokens" + (f" (left: {p.remaining.causes[0].description})." if p.remaining.causes
+                                            else "."))
         written = job.written
     lines = {pl: (plans[o.template].template.id if o.template in plans else None) for pl, o in job.where.items()}
     return ProposeResult(before, after, proposals, str(written) if written else None, skipped,
@@ -274,6 +280,8 @@ class _Job:
     where: dict[tuple[str, int], Out] = field(default_factory=dict)
     #: per input record (file, line), its conversation for the lifetime (:class:`_Trace`)
     conversations: dict[tuple[int, int], int] = field(default_factory=dict)
+    #: the diagnoser's cause instances on the proposed log's last audit (the accounting's)
+    candidates: list[Any] = field(default_factory=list)
 
     def rewrite(self) -> list[Out]:
         """Every record rewritten by its template's plan, keep-alive copies added, in the
@@ -319,12 +327,14 @@ class _Job:
 
     def audit(self, outs: list[Out], opts: AuditOptions, *,
               progress: Callable[[int], None] | None = None) -> tuple[AuditResult, dict[tuple[str, int], Out]]:
-        """Write the proposed log (to ``dest`` when writing, one file per format otherwise) and
-        audit it: ``(audit, (path, line) → record)``."""
+        """Write the proposed log (to ``dest`` when writing) and audit it: ``(audit, (path, line)
+        → record)``."""
+        # one file in the audit's order (the readers detect each record's format); records of a
+        # response-only shape (batch outputs) in a file of their own, as ingest reads them first
         fmt_of = {(it.file, it.line): it.fmt for it in self.items}
-        by_fmt: dict[str, list[Out]] = {}
+        by_fmt: dict[bool, list[Out]] = {}
         for o in outs:
-            by_fmt.setdefault(fmt_of.get(o.source, ""), []).append(o)
+            by_fmt.setdefault(logio.responses_only(fmt_of.get(o.source, "")), []).append(o)
         files: list[str] = []
         where: dict[tuple[str, int], Out] = {}
         for k, (fmt, group) in enumerate(sorted(by_fmt.items())):
@@ -338,8 +348,9 @@ class _Job:
             for line, o in enumerate(group, 1):
                 where[(path, line)] = o
         self.where = where
-        res = run(Pipeline(files + self.unread, opts), progress=progress, book=self.book)
-        return res, where
+        part = collect(Pipeline(files + self.unread, opts), progress=progress, book=self.book)
+        self.candidates = part.candidates or []
+        return assemble(part, opts, self.book), where
 
 
 def _no_effect(p: Proposal) -> bool:
@@ -550,8 +561,9 @@ def _compare(before: AuditResult, after: AuditResult, obs: Observer, plans: dict
             continue
         b, a = b_of.get(key, []), a_of.get(key, [])
         out.append(Proposal(plan, len(b), unmatched.get(plan.template.id, 0), price(b, before.rules, job.book)[0],
-                            price(a, after.rules, job.book)[0], explain(a), choices.get(key), lines_of.get(key, []),
-                            attainable(a, after.rules), remaining_findings(after.findings, {o.index for o in a})))
+                            price(a, after.rules, job.book)[0], explain(job.candidates, a, after.rules),
+                            choices.get(key), lines_of.get(key, []),
+                            remaining_findings(after.findings, {o.index for o in a})))
     out.sort(key=lambda p: p.savings_usd if p.savings_usd is not None else Decimal(0), reverse=True)
     return out
 

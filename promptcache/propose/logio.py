@@ -104,17 +104,21 @@ class Parsers:
 def items(paths: Sequence[str | Path], read_opts: Any) -> tuple[list[Item], int]:
     """Every readable record of the inputs, in the order the audit reads their requests
     (arrival, then file, then line; a record without a time keeps its place after the record
-    before it in its file), and how many records could not be read."""
+    before it in its file), and how many records could not be read.
+
+    Each record is read in its own format, as the audit reads it (:func:`record_format`): a
+    file that mixes Anthropic and OpenAI bodies gives each record its own reader."""
     out: list[Item] = []
     bad = 0
-    parsers = Parsers()
     for fi, path in enumerate(paths):
-        fmt = read_opts.input_format
+        parsers = Parsers()  # a reader with per-file state starts afresh in every file, as ingest's
+        fmt: str | None = read_opts.input_format
         last = -math.inf
         for line, rec in iter_records(path):
             if isinstance(rec, BadRecord):
                 continue
-            fmt = fmt or detect(rec)
+            if not read_opts.input_format:
+                fmt = record_format(rec, fmt)
             if fmt is None:
                 continue
             try:
@@ -128,6 +132,27 @@ def items(paths: Sequence[str | Path], read_opts: Any) -> tuple[list[Item], int]
             out.append(Item((t, fi, line), fi, line, rec, fmt, reqs))
     out.sort(key=lambda it: it.order)
     return out, bad
+
+
+def record_format(rec: Any, previous: str | None) -> str | None:
+    """The format of one record as the audit's reader registry detects it
+    (:mod:`promptcache.ingest.registry`): the previous record's reader first (a file mostly
+    holds one shape), else the reader that claims it, else the previous record's (a record no
+    reader claims is read in its file's shape so far, which says what is wrong with it)."""
+    if previous is not None:
+        try:
+            if PARSERS[previous].claim(rec) is not None:
+                return previous
+        except Exception:  # noqa: BLE001 - a claim never raises; one that does claims nothing
+            pass
+    return detect(rec) or previous
+
+
+def responses_only(fmt: str) -> bool:
+    """Whether a format's records are responses only (batch outputs, Response objects), which
+    ingest reads from a file of their own before the requests that join them."""
+    r = PARSERS.get(fmt)
+    return bool(r is not None and r.responses_only)
 
 
 def copy_record(rec: Any) -> Any:

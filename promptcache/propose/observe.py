@@ -17,7 +17,7 @@ from typing import Any
 from ..model import Request
 from ..pipeline import Step
 from ..simulate.rules import CacheRules
-from .conversations import Conversations, Windows, conversation, messages
+from .conversations import Conversations, Insertions, Windows, conversation, messages
 from .edits import sort_keys_deep
 from .templates import TemplateIndex
 
@@ -85,6 +85,8 @@ class TemplateStats:
         upstreams: who served the requests, where the log names it.
         spread: requests served by another upstream than their conversation's previous request.
         arrivals: requests with an arrival time.
+        inserted: requests with a message inserted before the stable history
+            (:class:`~.conversations.Insertions`), and ``inserted_example`` the first one's text.
         heads: ``(parts, chained hash)`` of the leading conversation parts → the conversations
             that open with them (at most :data:`HEAD_CONVERSATIONS` kept): a head most
             conversations share, such as project notes before the question, is stable content.
@@ -108,6 +110,8 @@ class TemplateStats:
     upstreams: Counter = field(default_factory=Counter)
     spread: int = 0
     arrivals: int = 0
+    inserted: int = 0
+    inserted_example: str = ""
     heads: dict[tuple[int, int], set[int]] = field(default_factory=dict)
     conversations: int = 0
 
@@ -146,6 +150,7 @@ class Observer:
         self.stats: dict[tuple[str, ...], TemplateStats] = {}
         self.conversations = Conversations()
         self.windows = Windows()
+        self.insertions = Insertions()
         self._json: dict[tuple[str, ...], dict[str, str]] = {}
         self._last_upstream: dict[int, str] = {}
 
@@ -185,7 +190,12 @@ class Observer:
         link = self.conversations.link(r, key)
         st.continues += link.continues
         st.conversations += not link.continues
-        win = self.windows.observe(r, key)
+        pos, ins_msgs, _ = self.insertions.find(r, key)
+        if pos is not None:
+            st.inserted += 1
+            if not st.inserted_example:
+                st.inserted_example = " ".join(p.text for p in ins_msgs[pos][1])[:200]
+        win = self.windows.observe(r, key, None if pos is None else ins_msgs[:pos] + ins_msgs[pos + 1:])
         if win.dropped:
             st.shifted += 1
             st.window[win.size] += 1

@@ -10,6 +10,8 @@ Changes (``Change.kind``):
 - ``sort-tools``, ``canonical-json`` (tool schemas), ``canonical-json-history`` (tool calls and
   results in the conversation), ``sort-items`` (memories, retrieved items), ``sort-documents``;
 - ``summary-after-stable``: a compaction summary in the template goes after its stable parts;
+- ``move-inserted``: a message some requests insert before the stable history (lessons, a
+  reminder, a status line) goes at the end of the newest user turn instead;
 - ``history-batches``: a sliding history window is cut back in batches (:mod:`.history`);
 - ``add-breakpoints``, ``breakpoint-window``, ``mark-tool-results``: breakpoints where the
   provider caches only at breakpoints (:mod:`.breakpoints`);
@@ -172,6 +174,7 @@ def build(before: AuditResult, obs: Observer, templates: dict[tuple[str, ...], T
     _from_findings(before, obs, plans)
     for key, plan in plans.items():
         plan.head = plan.stats.stable_head()
+        _inserted(plan)
         _history(plan)
         _breakpoints(plan, loss.get(key, (0, 0)))
         _routing(plan)
@@ -278,11 +281,24 @@ def _from_findings(before: AuditResult, obs: Observer, plans: dict[tuple[str, ..
         elif rid == "cache-key-unique":
             for k in targets or ([key] if key else []):
                 plans[k].cache_key = True
-        elif rid == "history-truncated" and plan and not plan.stats.shifted:
+        elif rid == "history-truncated" and plan and not plan.stats.shifted and not plan.stats.inserted:
             plan.changes.append(Change(
                 "append-only-history", f.segment or "messages", "history truncated from the front",
                 "history appended, compacted rarely", "The model keeps seeing the whole conversation until a "
                 "rare, large compaction; not simulated (the dropped turns are not in the log).", applied=False))
+
+
+def _inserted(plan: Plan) -> None:
+    st = plan.stats
+    if not st.inserted or plan.api not in ("anthropic", "chat", "responses", "gemini", "converse"):
+        return
+    plan.changes.append(Change(
+        "move-inserted", "messages", f"{st.inserted:,} requests insert a message before the conversation's stable "
+        f"history (\"{_short(st.inserted_example, 60)}\")", "the same message at the end of the newest user turn, "
+        "kept with that turn in later requests",
+        "The model reads the inserted text after the conversation instead of before it, and later turns still see "
+        "it with the turn it came with; the history before it stays identical across requests and is read from the "
+        "cache."))
 
 
 def _history(plan: Plan) -> None:

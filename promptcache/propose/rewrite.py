@@ -26,7 +26,7 @@ from ..errors import BadRecord
 from ..model import Request
 from . import edits
 from .breakpoints import place
-from .conversations import Conversations, Link, Windows, conversation, messages
+from .conversations import LIMIT, Conversations, Insertions, Link, Windows, conversation, message_chains, messages
 from .history import Batches
 from .identity import conversation_identity, derived_key
 from .logio import body_of, drop_usage
@@ -76,6 +76,10 @@ class Rewriter:
         self.windows = Windows()
         self.batches: dict[tuple[str, ...], Batches] = {}
         self._windows: dict[tuple[str, ...], Windows] = {}
+        self.insertions = Insertions()
+        #: conversation (chained hash up to a message's end, as logged) → the text a plan
+        #: appended to that message when it was the newest turn: later requests re-send it
+        self.stamps: dict[int, str] = {}
 
     def key_of(self, req: Request) -> tuple[str, ...]:
         """A request's template key (the first pass's families)."""
@@ -138,6 +142,18 @@ class Rewriter:
         order = [p.path for p in region(req)]
         moved: list[str] = []
         emptied: list[str] = []
+        carried = plan.active("move-slots") or plan.active("move-inserted")
+        dropped = False  # a message inserted before the history was taken out: indices moved
+        if carried:
+            pos, msgs, chains = self.insertions.find(req, key) if plan.active("move-inserted") else \
+                (None, *(lambda m: (m, message_chains(m, key)))(messages(conversation(req))))
+            if pos is not None and msgs[pos][0] is not None:
+                text = "\n".join(p.text for p in msgs[pos][1] if p.text)
+                if text.strip():
+                    moved.append(text)
+                    emptied.append(f"{edits.message_of(msgs[pos][1][0].path)[0]}[{msgs[pos][0]}]")
+                    dropped = True
+            changed |= self._carry(plan, body, req, msgs, chains, pos)
         if plan.active("move-slots"):
             for path, slots in plan.moves.items():
                 got = self._take(plan, body, path, parts_by_path[path], slots)
@@ -178,6 +194,8 @@ class Rewriter:
         if moved:
             self._appended = self._append(plan, body, req, "\n\n".join(moved))
             changed |= self._appended
+            if self._appended and carried:
+                self._remember(req, msgs, chains, "\n\n".join(moved))
         if plan.summaries and plan.active("summary-after-stable") and self._summaries_last(plan, body):
             changed = True
             order = [p for p in order if p not in plan.summaries] + [p for p in order if p in plan.summaries]
@@ -188,9 +206,10 @@ class Rewriter:
                 else:
                     edits.remove(body, path)
                 changed = True
-                order.remove(path)
             except (BadRecord, KeyError, ValueError):
                 continue
+            if path in order:
+                order.remove(path)
         self._region_order = order
         if plan.active("sort-tools") and isinstance(body.get("tools"), list):
             new_tools = sorted(body["tools"], key=edits.tool_name)
@@ -200,7 +219,7 @@ class Rewriter:
             new_tools = [edits.sort_keys_deep(x) for x in body["tools"]]
             changed |= json.dumps(new_tools) != json.dumps(body["tools"])
             body["tools"] = new_tools
-        if plan.history_batch and plan.active("history-batches"):
+        if plan.history_batch and plan.active("history-batches") and not dropped:
             changed |= self._cut_history(plan, body, req, key)
         if plan.cache_key and plan.active("cache-key"):
             ident = conversation_identity(req)
@@ -220,6 +239,39 @@ class Rewriter:
                 body["prompt_cache_retention"] = plan.lifetime["retention"]
                 changed = True
         return changed
+
+    def _carry(self, plan: Plan, body: dict[str, Any], req: Request, msgs: list[Any], chains: list[int],
+               skip: int | None) -> bool:
+        """Re-send what the plan appended to each earlier turn of the conversation when it was
+        the newest: the history stays append-only (each turn keeps the moved text it was sent
+        with), so the next request reads the previous one from the cache whole."""
+        newest = self._newest_turn(req)
+        changed = False
+        for k, (m, ps) in enumerate(msgs):
+            if k == skip or m is None or (newest is not None and m == newest[1]):
+                continue
+            text = self.stamps.get(chains[k])
+            where = edits.message_of(ps[0].path)
+            if text is None or where is None:
+                continue
+            try:
+                edits.append_text(body, plan.api, where, text)
+            except BadRecord:
+                continue
+            changed = True
+        return changed
+
+    def _remember(self, req: Request, msgs: list[Any], chains: list[int], text: str) -> None:
+        newest = self._newest_turn(req)
+        if newest is None:
+            return
+        for k, (m, _) in enumerate(msgs):
+            if m == newest[1]:
+                if len(self.stamps) >= LIMIT:
+                    for h in list(self.stamps)[: LIMIT // 2]:
+                        del self.stamps[h]
+                self.stamps[chains[k]] = text
+                return
 
     def _take(self, plan: Plan, body: dict[str, Any], path: str, part: Any, slots: list[int]) -> tuple[str, list[str]] | None:
         try:
@@ -359,14 +411,9 @@ class Rewriter:
         parts = list(req.parts)
         n_reg = len(region(req))
         anchor = self._anchor(plan, req)
-        newest = None
-        if plan.conversational and len(parts) > n_reg:
-            appended = self._appended_index(req) if self._appended else None
-            for i in range(len(parts) - 1, n_reg - 1, -1):
-                if i == appended:
-                    continue
-                newest = i
-                break
+        # the newest block, the text a plan appended included: later requests re-send it as it
+        # is (:meth:`_carry`), so it is stable content for the next turn
+        newest = len(parts) - 1 if plan.conversational and len(parts) > n_reg else None
         marks = place(len(parts), anchor, newest, limits, lambda i: edits.markable(body, parts[i].path))
         before = json.dumps(body, sort_keys=True)
         edits.strip_breakpoints(body)
@@ -408,15 +455,6 @@ class Rewriter:
         if path.startswith("tools"):
             return plan.stable.get(path, True) or plan.sort_tools or plan.canonical
         return plan.stable.get(path, path not in plan.summaries)
-
-    @staticmethod
-    def _appended_index(req: Request) -> int | None:
-        """Index of the part that holds the moved spans: the last part of the newest turn."""
-        conv = conversation(req)
-        for p in reversed(conv):
-            if p.role in ("user", "tool", "function") or p.kind == "tool_result":
-                return req.parts.index(p)
-        return None
 
     def _set_ttls(self, plan: Plan, body: dict[str, Any]) -> bool:
         """The lifetime's TTLs on the log's own breakpoints: the anchor's on tools and system,
