@@ -60,8 +60,11 @@ def _tool_sentences(req) -> Counter:
 
 @pytest.mark.parametrize("case", sorted(p.name[:-6] for p in CASES.glob("C*.jsonl")))
 def test_cases_keep_every_requests_content_and_the_providers_limits(case, tmp_path):
-    """Every proposed request holds exactly its original's sentences (a cut history keeps a
-    suffix of them), carries at most the provider's breakpoints, longer TTLs first."""
+    """Every proposed request holds its original's sentences, and beyond them only sentences
+    of earlier requests of the log (the text a plan moved to a turn it re-sends; history kept
+    append-only between cuts); it may lack some of its own only where the plan keeps a rewritten
+    history (a window's front, a summary, cleared tool results); it carries at most the
+    provider's breakpoints, longer TTLs first."""
     dest = tmp_path / "p.jsonl"
     res = propose([CASES / f"{case}.jsonl"], AuditOptions(cache_model="vllm" if case.startswith("C03") else None),
                   write=dest)
@@ -69,12 +72,13 @@ def test_cases_keep_every_requests_content_and_the_providers_limits(case, tmp_pa
     after = [r for r in read_requests(dest, InputStats("b")) if r.id.split("+keepalive")[0] == r.id]
     assert len(after) == len(before)
     cut = any(c.applied and c.kind == "history-batches" for p in res.proposals for c in p.plan.changes)
+    seen: Counter = Counter()
     for a, b in zip(before, after):
         ta, tb = _atoms(a) + _tool_sentences(a), _atoms(b) + _tool_sentences(b)
-        if cut:
-            assert not tb - ta, (case, a.source.line)
-        else:
-            assert ta == tb, (case, a.source.line, ta - tb, tb - ta)
+        assert not {k for k in tb - ta if k not in seen}, (case, a.source.line, tb - ta)
+        if not cut:
+            assert not ta - tb, (case, a.source.line, ta - tb)
+        seen.update(ta)
         marks = [p.breakpoint for p in b.parts if p.breakpoint is not None]
         limit = res.after.rules[next(iter(res.after.rules))].max_breakpoints
         if limit is not None:

@@ -19,6 +19,7 @@ from ..pipeline import Step
 from ..simulate.rules import CacheRules
 from .conversations import Conversations, Insertions, Windows, conversation, messages
 from .edits import sort_keys_deep
+from .history import Histories, Tip, message_hash
 from .templates import TemplateIndex
 
 #: Distinct JSON parts whose canonical form is remembered per template (key-order drift).
@@ -80,6 +81,8 @@ class TemplateStats:
         json_drift: conversation parts re-sent as the same JSON in another key order.
         shifted: requests whose conversation dropped messages from the front.
         window: conversation sizes (messages) of the shifted requests.
+        rewritten: requests whose history does not extend their predecessor's (front dropped,
+            summarised or cleared in place; :class:`~.history.Histories`).
         marker_ttls: TTLs (seconds) of the explicit breakpoints seen.
         identified: requests that name a session or conversation (``session``, ``affinity``).
         upstreams: who served the requests, where the log names it.
@@ -104,6 +107,7 @@ class TemplateStats:
     continues: int = 0
     json_drift: int = 0
     shifted: int = 0
+    rewritten: int = 0
     window: Counter = field(default_factory=Counter)
     marker_ttls: Counter = field(default_factory=Counter)
     identified: int = 0
@@ -151,6 +155,7 @@ class Observer:
         self.conversations = Conversations()
         self.windows = Windows()
         self.insertions = Insertions()
+        self.histories = Histories()
         self._json: dict[tuple[str, ...], dict[str, str]] = {}
         self._last_upstream: dict[int, str] = {}
 
@@ -195,7 +200,13 @@ class Observer:
             st.inserted += 1
             if not st.inserted_example:
                 st.inserted_example = " ".join(p.text for p in ins_msgs[pos][1])[:200]
-        win = self.windows.observe(r, key, None if pos is None else ins_msgs[:pos] + ins_msgs[pos + 1:])
+        core = ins_msgs if pos is None else ins_msgs[:pos] + ins_msgs[pos + 1:]
+        win = self.windows.observe(r, key, core)
+        hashes = [message_hash(ps) for _, ps in core]
+        found = self.histories.find(hashes, key)
+        if found is not None and not found.extends:
+            st.rewritten += 1
+        self.histories.remember(hashes, key, Tip(None, hashes), found)
         if win.dropped:
             st.shifted += 1
             st.window[win.size] += 1

@@ -12,7 +12,9 @@ Changes (``Change.kind``):
 - ``summary-after-stable``: a compaction summary in the template goes after its stable parts;
 - ``move-inserted``: a message some requests insert before the stable history (lessons, a
   reminder, a status line) goes at the end of the newest user turn instead;
-- ``history-batches``: a sliding history window is cut back in batches (:mod:`.history`);
+- ``history-batches``: a history rewritten every turn (a sliding window, a summary replacing the
+  oldest exchanges, old tool results cleared one at a time) is kept append-only and cut back to
+  what the client sent in batches, past a trigger (:mod:`.history`);
 - ``add-breakpoints``, ``breakpoint-window``, ``mark-tool-results``: breakpoints where the
   provider caches only at breakpoints (:mod:`.breakpoints`);
 - ``cache-key``: a stable ``prompt_cache_key`` per conversation (:mod:`.identity`);
@@ -95,7 +97,7 @@ class Plan:
         summaries: template part paths holding a compaction summary (they go last).
         sort_tools, canonical: one tool order; sorted keys in tool schemas.
         canonical_history: sorted keys in the conversation's tool calls and results.
-        history_batch: messages a history window is cut back by, or 0.
+        history: keep the history append-only between cuts (:mod:`.history`).
         breakpoints: ``add`` or ``window`` when the plan places breakpoints, else ``None``.
         limits: the provider's breakpoint limits.
         conversational: whether requests continue one another (a marker on the newest block).
@@ -122,7 +124,7 @@ class Plan:
     sort_tools: bool = False
     canonical: bool = False
     canonical_history: bool = False
-    history_batch: int = 0
+    history: bool = False
     breakpoints: str | None = None
     limits: Limits | None = None
     conversational: bool = False
@@ -302,17 +304,26 @@ def _inserted(plan: Plan) -> None:
 
 
 def _history(plan: Plan) -> None:
+    from .history import GROWTH
+
     st = plan.stats
-    if st.shifted < 2 or not st.window:
+    if st.rewritten < 2:
         return
-    size = max(st.window, key=lambda n: st.window[n])
-    batch = max(2, size // 2)
-    plan.history_batch = batch
+    plan.history = True
+    plan.changes[:] = [c for c in plan.changes if c.kind != "append-only-history"]  # this is it, simulated
+    how = []
+    if st.shifted:
+        size = max(st.window, key=lambda n: st.window[n])
+        how.append(f"a {size}-message window that drops its oldest messages ({st.shifted:,} requests)")
+    if st.rewritten > st.shifted:
+        how.append(f"history summarised or cleared in place ({st.rewritten - st.shifted:,} requests)")
     plan.changes.append(Change(
-        "history-batches", "messages", f"a {size}-message window that drops its oldest message every turn "
-        f"({st.shifted:,} requests)", f"the window's start kept fixed; {batch} messages dropped at once when it "
-        f"reaches {size}", f"The model sees the newest {size - batch} to {size} messages of the conversation instead "
-        f"of always {size}; between cuts the history only grows, so each turn reads the previous one from the cache."))
+        "history-batches", "messages", "the history rewritten on every turn: " + "; ".join(how),
+        f"append-only between cuts: each request re-sends its predecessor's history and adds its own messages, up "
+        f"to {GROWTH:g} times what the log sent; then the log's own history for that request (a cut)",
+        f"The model sees up to {GROWTH:g} times as much of the conversation between cuts as the log sent (older "
+        "messages in full where they were dropped, summarised or cleared), its own messages all from the log; "
+        "between cuts the history only grows, so each turn reads the previous one from the cache."))
 
 
 def _breakpoint_loss(before: AuditResult, obs: Observer) -> dict[tuple[str, ...], tuple[int, int]]:
@@ -373,6 +384,12 @@ def _breakpoints(plan: Plan, loss: tuple[int, int]) -> None:
             "(after the last breakpoint, beyond the lookback)", window,
             "Nothing changes for the model; the breakpoints move with the conversation, within the provider's "
             "limit, so every turn reads the one before it."))
+    elif plan.history and plan.conversational:
+        plan.breakpoints = "window"
+        plan.changes.append(Change(
+            "breakpoint-window", "cache_control", "breakpoints as logged, on a history the plan keeps append-only",
+            window, "Nothing changes for the model; the breakpoints follow the append-only history, so each turn "
+            "reads the one before it."))
     elif moved and st.automatic and not st.marked:
         plan.breakpoints = "window"
         plan.changes.append(Change(

@@ -27,7 +27,8 @@ from ..model import Request
 from . import edits
 from .breakpoints import place
 from .conversations import LIMIT, Conversations, Insertions, Link, Windows, conversation, message_chains, messages
-from .history import Batches
+from .history import GROWTH, Histories, Tip, message_hash, size as history_size
+from .logio import copy_record
 from .identity import conversation_identity, derived_key
 from .logio import body_of, drop_usage
 from .plan import Plan
@@ -74,8 +75,7 @@ class Rewriter:
     def __post_init__(self) -> None:
         self.conversations = Conversations()
         self.windows = Windows()
-        self.batches: dict[tuple[str, ...], Batches] = {}
-        self._windows: dict[tuple[str, ...], Windows] = {}
+        self.histories = Histories()
         self.insertions = Insertions()
         #: conversation (chained hash up to a message's end, as logged) → the text a plan
         #: appended to that message when it was the newest turn: later requests re-send it
@@ -87,8 +87,6 @@ class Rewriter:
 
     def rewrite(self, rec: Any, req: Request) -> Rewritten:
         """Rewrite one record (a copy; ``rec`` is left as it is) for its request's template."""
-        from .logio import copy_record
-
         self._appended = False
         self._region_order = [p.path for p in region(req)]
         key = self.key_of(req)
@@ -143,7 +141,8 @@ class Rewriter:
         moved: list[str] = []
         emptied: list[str] = []
         carried = plan.active("move-slots") or plan.active("move-inserted")
-        dropped = False  # a message inserted before the history was taken out: indices moved
+        msgs: list[Any] | None = None
+        pos: int | None = None
         if carried:
             pos, msgs, chains = self.insertions.find(req, key) if plan.active("move-inserted") else \
                 (None, *(lambda m: (m, message_chains(m, key)))(messages(conversation(req))))
@@ -152,7 +151,8 @@ class Rewriter:
                 if text.strip():
                     moved.append(text)
                     emptied.append(f"{edits.message_of(msgs[pos][1][0].path)[0]}[{msgs[pos][0]}]")
-                    dropped = True
+                else:
+                    pos = None
             changed |= self._carry(plan, body, req, msgs, chains, pos)
         if plan.active("move-slots"):
             for path, slots in plan.moves.items():
@@ -219,8 +219,10 @@ class Rewriter:
             new_tools = [edits.sort_keys_deep(x) for x in body["tools"]]
             changed |= json.dumps(new_tools) != json.dumps(body["tools"])
             body["tools"] = new_tools
-        if plan.history_batch and plan.active("history-batches") and not dropped:
-            changed |= self._cut_history(plan, body, req, key)
+        if plan.history and plan.active("history-batches"):
+            if msgs is None:
+                msgs, pos = messages(conversation(req)), None
+            changed |= self._keep_history(plan, body, key, msgs, pos)
         if plan.cache_key and plan.active("cache-key"):
             ident = conversation_identity(req)
             if ident is not None:
@@ -378,26 +380,36 @@ class Rewriter:
                     changed = True
         return changed
 
-    def _cut_history(self, plan: Plan, body: dict[str, Any], req: Request, key: tuple[str, ...]) -> bool:
-        wins = self._windows.setdefault(key, Windows())
-        win = wins.observe(req, key)
-        batches = self.batches.setdefault(key, Batches(plan.history_batch))
-        conv = conversation(req)
-        drop = batches.keep_from(win, conv)
-        if not drop:
+    def _keep_history(self, plan: Plan, body: dict[str, Any], key: tuple[str, ...], msgs: list[Any],
+                      skip: int | None) -> bool:
+        """Send the predecessor's proposed history with this request's new messages after it,
+        while that stays within :data:`~.history.GROWTH` times the history the log sent; else
+        the log's own (a cut). ``msgs``: the request's conversation messages as logged;
+        ``skip``: the position of an inserted message taken out of the body already."""
+        core = msgs if skip is None else msgs[:skip] + msgs[skip + 1:]
+        hashes = [message_hash(ps) for _, ps in core]
+        found = self.histories.find(hashes, key)
+        where = edits.message_of(core[0][1][0].path) if core else None
+        lst = body.get(where[0]) if where is not None else None
+        start = min((m for m, _ in msgs if m is not None), default=None)
+        if not isinstance(lst, list) or start is None or len(lst) - start != len(core):
+            self.histories.remember(hashes, key, Tip(None, hashes), found)
             return False
-        msgs = messages(conv)
-        gone = [m for m, _ in msgs[:drop] if m is not None]
-        if not gone:
+        own = lst[start:]
+        chosen = own
+        added = len(own)
+        if found is not None and found.tip.messages is not None and found.trim <= found.tip.added:
+            kept = found.tip.messages[:len(found.tip.messages) - found.trim]
+            carried = copy_record(kept)
+            if plan.api == "anthropic":
+                edits.strip_breakpoints({"messages": carried})
+            grown = carried + own[found.new:]
+            if history_size(grown) <= GROWTH * history_size(own):
+                chosen, added = grown, len(own) - found.new
+        self.histories.remember(hashes, key, Tip(copy_record(chosen), hashes, added), found)
+        if chosen is own:
             return False
-        list_key = edits.message_of(msgs[0][1][0].path)
-        if list_key is None:
-            return False
-        lst = body.get(list_key[0])
-        if not isinstance(lst, list):
-            return False
-        lo, hi = min(gone), max(gone)
-        del lst[lo:hi + 1]
+        lst[start:] = chosen
         return True
 
     # -- 5: breakpoints ---------------------------------------------------------------------
