@@ -338,6 +338,35 @@ def canonicalize(body: Any, path: str, kind: str) -> bool:
     return changed
 
 
+def replay(body: Any, path: str, kind: str, returned: str) -> bool:
+    """Set a re-sent assistant part at ``path`` to what the model returned (a logged response
+    part: ``kind`` ``tool_call`` with the text ``{"name", "arguments"}`` as the readers give it,
+    or plain text): a Chat Completions tool call's ``function.arguments`` string, or a text
+    ``content``. Returns whether anything changed; a call of another name is left as it is.
+
+    Raises:
+        BadRecord: when the path leads nowhere.
+    """
+    v = get(body, path)
+    if kind == "tool_call":
+        try:
+            got = json.loads(returned)
+        except ValueError:
+            return False
+        fn = v.get("function") if isinstance(v, dict) else None
+        args = got.get("arguments") if isinstance(got, dict) else None
+        if isinstance(fn, dict) and isinstance(args, str) and fn.get("name") == got.get("name") \
+                and isinstance(fn.get("arguments"), str) and fn["arguments"] != args:
+            fn["arguments"] = args
+            return True
+        return False
+    if isinstance(v, str) and v != returned and v.strip() == returned.strip():
+        parent, key = _parent(body, path)
+        parent[key] = returned
+        return True
+    return False
+
+
 def string_leaves(v: Any) -> list[tuple[Any, Any]]:
     """``(container, key)`` of every string inside a JSON value, depth first."""
     out: list[tuple[Any, Any]] = []

@@ -39,6 +39,12 @@ from .rewrite import Rewriter
 
 __all__ = ["Change", "Plan", "Proposal", "ProposeResult", "propose"]
 
+#: Changes whose saving the simulated figures may not show, so a plan is not withdrawn for
+#: leaving them unchanged: ``pin-routing`` where the rules give every upstream one cache (the
+#: saving is in the log's reported usage), ``replay-verbatim`` (the simulator caches prompt
+#: tokens, not the generated tokens an engine keeps).
+UNSEEN = ("pin-routing", "replay-verbatim")
+
 
 @dataclass
 class Proposal:
@@ -206,6 +212,7 @@ def propose(paths: Sequence[str | Path], opts: AuditOptions | None = None, *, wr
             else:
                 rewritable.setdefault(key, it.fmt)
     plans = build(before, obs, templates, apis)
+    _tool_unions(plans, items, obs)
     for key, fmt in rewritable.items():
         if fmt is not None and key in plans:  # advice only: no record of the template can be rewritten
             for c in plans[key].changes:
@@ -252,7 +259,7 @@ def propose(paths: Sequence[str | Path], opts: AuditOptions | None = None, *, wr
                 else:
                     p.plan.withdraw(None, why)
             for p in idle:
-                p.plan.withdraw(tuple(c.kind for c in p.plan.changes if c.kind != "pin-routing"),
+                p.plan.withdraw(tuple(c.kind for c in p.plan.changes if c.kind not in UNSEEN),
                                 "Withdrawn: re-simulated on this traffic it changes neither the cost nor the cached "
                                 "tokens" + (f" (left: {p.remaining.causes[0].description})." if p.remaining.causes
                                             else "."))
@@ -353,10 +360,33 @@ class _Job:
         return assemble(part, opts, self.book), where
 
 
+def _tool_unions(plans: dict[tuple[str, ...], Plan], items: list[Item], obs: Observer) -> None:
+    """Every tool the requests of a ``tool-set-union`` template send, as the first record that
+    sends it wrote it, in the order of first appearance."""
+    want = {k for k, p in plans.items() if p.tool_union}
+    if not want:
+        return
+    found: dict[tuple[str, ...], dict[str, Any]] = {k: {} for k in want}
+    from .edits import tool_name
+    from .logio import body_of
+
+    for it in items:
+        for r in it.requests:
+            key = obs.index.key_for(r) if r.parts else None
+            if key not in want:
+                continue
+            located = body_of(it.record)
+            tools = located[0].get("tools") if located is not None else None
+            for t in tools if isinstance(tools, list) else ():
+                found[key].setdefault(tool_name(t), logio.copy_record(t))
+    for k in want:
+        plans[k].tool_union = list(found[k].items()) or [("", None)]
+
+
 def _no_effect(p: Proposal) -> bool:
     """A plan that rewrites requests and leaves the simulated cost and cache reads exactly as
     they were (what it changes is below the model's minimum, say): not worth a change."""
-    if not any(c.applied and c.kind != "pin-routing" for c in p.plan.changes):
+    if not any(c.applied and c.kind not in UNSEEN for c in p.plan.changes):
         return False
     b, a = p.before["simulated"], p.after["simulated"]
     return b.cost == a.cost and b.cached_tokens == a.cached_tokens and b.prompt_tokens == a.prompt_tokens

@@ -9,6 +9,11 @@ Changes (``Change.kind``):
   that hold it; only the span moves (:mod:`.spans`);
 - ``sort-tools``, ``canonical-json`` (tool schemas), ``canonical-json-history`` (tool calls and
   results in the conversation), ``sort-items`` (memories, retrieved items), ``sort-documents``;
+- ``tool-set-union``: one tool set for every request of the template where requests send
+  different sets (a plan mode that swaps a tool);
+- ``trim-whitespace``: a template part sent with and without whitespace at a slot gets one form;
+- ``replay-verbatim``: the model's own answers (tool call arguments, text) are sent back as the
+  log's responses returned them (an engine keeps the KV of what it generated);
 - ``summary-after-stable``: a compaction summary in the template goes after its stable parts;
 - ``move-inserted``: a message some requests insert before the stable history (lessons, a
   reminder, a status line) goes at the end of the newest user turn instead;
@@ -97,6 +102,11 @@ class Plan:
         summaries: template part paths holding a compaction summary (they go last).
         sort_tools, canonical: one tool order; sorted keys in tool schemas.
         canonical_history: sorted keys in the conversation's tool calls and results.
+        tool_union: ``(name, tool object)`` of every tool the template's requests send, in the
+            order of first appearance (filled from the records before rewriting); empty: no
+            ``tool-set-union``.
+        trims: part path → indices of slots whose values differ only in surrounding whitespace.
+        replay: send the logged responses back byte for byte.
         history: keep the history append-only between cuts (:mod:`.history`).
         breakpoints: ``add`` or ``window`` when the plan places breakpoints, else ``None``.
         limits: the provider's breakpoint limits.
@@ -124,6 +134,9 @@ class Plan:
     sort_tools: bool = False
     canonical: bool = False
     canonical_history: bool = False
+    tool_union: list[tuple[str, Any]] = field(default_factory=list)
+    trims: dict[str, list[int]] = field(default_factory=dict)
+    replay: bool = False
     history: bool = False
     breakpoints: str | None = None
     limits: Limits | None = None
@@ -190,7 +203,14 @@ def _content(plan: Plan, obs: Observer, key: tuple[str, ...]) -> None:
     for part in t.parts:
         if part.kind == "param":
             continue
-        moving = [s for s in part.slots if s.distinct > 1 and not s.reordered
+        spaces = [s for s in part.slots if s.distinct > 1 and not s.reordered and _whitespace_only(s)]
+        if spaces and part.kind == "system":
+            plan.trims[part.path] = [s.index for s in spaces]
+            plan.changes.append(Change(
+                "trim-whitespace", part.path, "the same text sent with and without whitespace around "
+                f"{len(spaces)} place(s)", "one form, without it", "The model reads the same words; the part is "
+                "byte-identical across requests and is read from the cache."))
+        moving = [s for s in part.slots if s.distinct > 1 and not s.reordered and s not in spaces
                   and (s.volatile or (s.change_rate > CHANGE_RATE and part.kind != "tool"))]
         items = [s for s in part.slots if s.reordered]
         plan.stable[part.path] = True
@@ -217,7 +237,7 @@ def _content(plan: Plan, obs: Observer, key: tuple[str, ...]) -> None:
                 "one fixed order (sorted by text) instead of by search score; state their relevance next to each "
                 "item if the order carried meaning."))
         if not moving:
-            if any(s.distinct > 1 and not s.reordered for s in part.slots):
+            if any(s.distinct > 1 and not s.reordered and s not in spaces for s in part.slots):
                 plan.stable[part.path] = False
             continue
         target = plan.tool_moves if part.kind == "tool" else plan.moves
@@ -240,12 +260,41 @@ def _content(plan: Plan, obs: Observer, key: tuple[str, ...]) -> None:
         plan.changes.append(Change("sort-tools", "tools", f"{len(orders)} different orders of the same tools",
                                    "tools sorted by name", "The model sees the same tools in one fixed order; "
                                    "tool choice does not depend on their order."))
+    named = {frozenset(_tool_name(t) for t in ts) for ts in sets}
+    if len(named) > 1 and plan.api in ("anthropic", "chat", "responses"):
+        union = set().union(*named)
+        common = set.intersection(*map(set, named))
+        if common and len(common) * 2 >= len(union):
+            plan.tool_union = [("", None)]  # filled from the records before rewriting (engine)
+            plan.changes.append(Change(
+                "tool-set-union", "tools", f"{len(named)} tool sets: {len(union) - len(common)} of {len(union)} tools "
+                "are sent by some requests only", f"every request sends all {len(union)} tools, in one order",
+                "The model sees every tool of the template in every request (a mode that removed one now leaves it "
+                "listed: tell the model in the newest message which tools the mode allows); the tools come first in "
+                "the prompt and are read from the cache."))
     if plan.stats.json_drift:
         plan.canonical_history = True
         plan.changes.append(Change(
             "canonical-json-history", "tool calls and results", f"{plan.stats.json_drift:,} re-sent JSON parts in "
             "another key order", "keys sorted, as first sent", "The model reads the same arguments and results; "
             "only the key order is fixed, so re-sent history is byte-identical."))
+
+
+def _tool_name(text: str) -> str:
+    """A tool part's name (its JSON text as the readers give it)."""
+    import json
+
+    from .edits import tool_name
+
+    try:
+        return tool_name(json.loads(text))
+    except ValueError:
+        return text
+
+
+def _whitespace_only(s: Any) -> bool:
+    """Whether a slot's values (its examples) differ only in surrounding whitespace."""
+    return len(s.examples) > 1 and len(set(s.examples)) > 1 and len({e.strip() for e in s.examples}) == 1
 
 
 def _from_findings(before: AuditResult, obs: Observer, plans: dict[tuple[str, ...], Plan]) -> None:
@@ -283,6 +332,14 @@ def _from_findings(before: AuditResult, obs: Observer, plans: dict[tuple[str, ..
         elif rid == "cache-key-unique":
             for k in targets or ([key] if key else []):
                 plans[k].cache_key = True
+        elif rid == "replay-drift" and plan and plan.api == "chat" and not plan.replay:
+            plan.replay = True
+            plan.changes.append(Change(
+                "replay-verbatim", f.segment or "messages", "the model's answers re-serialized when sent back",
+                "sent back as the responses returned them, byte for byte", "The model reads its own answers exactly "
+                "as it wrote them; an engine that keeps the KV of generated tokens reads them from its cache. Not "
+                "simulated: the simulator caches prompt tokens only, so the saving (the diagnosis's replay-drift "
+                "tokens) does not show in the simulated figures."))
         elif rid == "history-truncated" and plan and not plan.stats.shifted and not plan.stats.inserted:
             plan.changes.append(Change(
                 "append-only-history", f.segment or "messages", "history truncated from the front",

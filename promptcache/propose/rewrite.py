@@ -80,6 +80,8 @@ class Rewriter:
         #: conversation (chained hash up to a message's end, as logged) → the text a plan
         #: appended to that message when it was the newest turn: later requests re-send it
         self.stamps: dict[int, str] = {}
+        #: conversation (chained hash up to its end, as logged) → that request's response
+        self.returned: dict[int, Any] = {}
 
     def key_of(self, req: Request) -> tuple[str, ...]:
         """A request's template key (the first pass's families)."""
@@ -171,6 +173,11 @@ class Rewriter:
                 if texts:
                     moved.extend(texts)
                     changed = True
+        if plan.active("trim-whitespace"):
+            for path, slots in plan.trims.items():
+                changed |= self._trim(plan, body, path, parts_by_path[path], slots)
+        if plan.active("replay-verbatim"):
+            changed |= self._replay(body, req, key)
         if plan.active("sort-items"):
             for path, slots in plan.sort_items.items():
                 changed |= self._sort_items(plan, body, path, parts_by_path[path], slots)
@@ -211,6 +218,12 @@ class Rewriter:
             if path in order:
                 order.remove(path)
         self._region_order = order
+        if plan.active("tool-set-union") and isinstance(body.get("tools"), list) and plan.tool_union[0][1] is not None:
+            own = {edits.tool_name(x): x for x in body["tools"]}
+            new_tools = [own.get(n) or copy_record(x) for n, x in plan.tool_union]
+            if [edits.tool_name(x) for x in new_tools] != [edits.tool_name(x) for x in body["tools"]]:
+                body["tools"] = new_tools
+                changed = True
         if plan.active("sort-tools") and isinstance(body.get("tools"), list):
             new_tools = sorted(body["tools"], key=edits.tool_name)
             changed |= new_tools != body["tools"]
@@ -274,6 +287,52 @@ class Rewriter:
                         del self.stamps[h]
                 self.stamps[chains[k]] = text
                 return
+
+    def _trim(self, plan: Plan, body: dict[str, Any], path: str, part: Any, slots: list[int]) -> bool:
+        """The part's whitespace-only differences gone: each slot's value without the whitespace
+        around it (the rest of the text as it is)."""
+        try:
+            text = edits.get_text(body, path)
+        except BadRecord:
+            return False
+        m = part.pattern().match(text)
+        if m is None:
+            self.unmatched[plan.template.id] = self.unmatched.get(plan.template.id, 0) + 1
+            return False
+        new = text
+        for i in sorted(slots, key=lambda i: m.start(i + 1), reverse=True):
+            a, b = m.span(i + 1)
+            new = new[:a] + new[a:b].strip() + new[b:]
+        if new == text:
+            return False
+        edits.set_text(body, path, new)
+        return True
+
+    def _replay(self, body: dict[str, Any], req: Request, key: tuple[str, ...]) -> bool:
+        """Each assistant turn the request re-sends right after the conversation of an earlier
+        request, set to that request's logged response (tool call arguments, text), byte for
+        byte; then this request's response is remembered for the next."""
+        msgs = messages(conversation(req))
+        chains = message_chains(msgs, key)
+        changed = False
+        for j in range(len(msgs) - 1):
+            resp = self.returned.get(chains[j])
+            if resp is None:
+                continue
+            at = msgs[j + 1][0]
+            for part in resp.parts:
+                where = edits.message_of(part.path)
+                if where is not None and where[1] == at:
+                    try:
+                        changed |= edits.replay(body, part.path, part.kind, part.text)
+                    except BadRecord:
+                        continue
+        if req.response is not None and req.response.parts and chains:
+            if len(self.returned) >= LIMIT:
+                for h in list(self.returned)[: LIMIT // 2]:
+                    del self.returned[h]
+            self.returned[chains[-1]] = req.response
+        return changed
 
     def _take(self, plan: Plan, body: dict[str, Any], path: str, part: Any, slots: list[int]) -> tuple[str, list[str]] | None:
         try:
