@@ -217,9 +217,24 @@ def test_identity_prefers_what_the_log_names():
 
     assert identity.conversation_identity(replace(base, affinity={"user": "u1", "x-session-affinity": "s9"})) == \
         ("session", "x-session-affinity:s9")
+    # an affinity header names the conversation explicitly; Request.session may be a user field
     assert identity.conversation_identity(replace(base, session="abc", affinity={"x-session-affinity": "s9"})) == \
-        ("session", "session:abc")
+        ("session", "x-session-affinity:s9")
+    assert identity.conversation_identity(replace(base, session="abc")) == ("session", "session:abc")
     assert identity.conversation_identity(replace(base, affinity={"user": "u1"})) == ("first message", "user\x1efirst question")
+    assert identity.conversation_identity(replace(base, affinity={"safety_identifier": "h1", "portkey._user": "u"})) \
+        == ("first message", "user\x1efirst question")
+    # Claude Code's metadata.user_id: the session inside it, in either of its two forms
+    cc = '{"device_id": "d0c9", "account_uuid": "a1", "session_id": "5e55-10n"}'
+    assert identity.conversation_identity(replace(base, affinity={"metadata.user_id": cc})) == ("session", "session:5e55-10n")
+    old = "user_abc123_account_0f9e8d7c-0000-0000-0000-000000000001_session_1b2c3d4e-0000-0000-0000-000000000002"
+    assert identity.conversation_identity(replace(base, affinity={"metadata.user_id": old})) == \
+        ("session", "session:1b2c3d4e-0000-0000-0000-000000000002")
+    assert identity.conversation_identity(replace(base, affinity={"metadata.user_id": "device-7"})) == \
+        ("first message", "user\x1efirst question")
+    # a session that the log shows naming several conversations is a person's: with the first message
+    assert identity.conversation_identity(replace(base, session="u-17"), frozenset({"session:u-17"})) == \
+        ("session and first message", "session:u-17\x1duser\x1efirst question")
     k1 = identity.derived_key("T-1", "session:abc")
     assert k1 == identity.derived_key("T-1", "session:abc") != identity.derived_key("T-1", "session:abd")
     assert k1.startswith("pc-") and len(k1) == 19 and "abc" not in k1

@@ -42,7 +42,8 @@ __all__ = ["Change", "Plan", "Proposal", "ProposeResult", "propose"]
 #: Changes whose saving the simulated figures may not show, so a plan is not withdrawn for
 #: leaving them unchanged: ``pin-routing`` where the rules give every upstream one cache (the
 #: saving is in the log's reported usage), ``replay-verbatim`` (the simulator caches prompt
-#: tokens, not the generated tokens an engine keeps).
+#: tokens, not the generated tokens an engine keeps); and ``cache-key`` where it fixes routing
+#: (:func:`_unseen`).
 UNSEEN = ("pin-routing", "replay-verbatim")
 
 
@@ -200,6 +201,7 @@ def propose(paths: Sequence[str | Path], opts: AuditOptions | None = None, *, wr
     templates = obs.index.templates()
     items, skipped = logio.items(paths, opts.read)
     apis: dict[tuple[str, ...], str] = {}
+    formats: dict[tuple[str, ...], str] = {}
     rewritable: dict[tuple[str, ...], str | None] = {}
     for it in items:
         for r in it.requests:
@@ -207,11 +209,15 @@ def propose(paths: Sequence[str | Path], opts: AuditOptions | None = None, *, wr
                 continue
             key = obs.index.key_for(r)
             if it.fmt in BODY_FORMATS and len(it.requests) == 1:
-                apis.setdefault(key, r.api)
+                apis.setdefault(key, logio.dialect(it.record, it.fmt, r.api))
+                formats.setdefault(key, it.fmt)
                 rewritable[key] = None
             else:
                 rewritable.setdefault(key, it.fmt)
     plans = build(before, obs, templates, apis)
+    for key, fmt in formats.items():
+        if key in plans:
+            plans[key].fmt = fmt
     _tool_unions(plans, items, obs)
     for key, fmt in rewritable.items():
         if fmt is not None and key in plans:  # advice only: no record of the template can be rewritten
@@ -259,7 +265,7 @@ def propose(paths: Sequence[str | Path], opts: AuditOptions | None = None, *, wr
                 else:
                     p.plan.withdraw(None, why)
             for p in idle:
-                p.plan.withdraw(tuple(c.kind for c in p.plan.changes if c.kind not in UNSEEN),
+                p.plan.withdraw(tuple(c.kind for c in p.plan.changes if c.kind not in _unseen(p.plan)),
                                 "Withdrawn: re-simulated on this traffic it changes neither the cost nor the cached "
                                 "tokens" + (f" (left: {p.remaining.causes[0].description})." if p.remaining.causes
                                             else "."))
@@ -383,10 +389,18 @@ def _tool_unions(plans: dict[tuple[str, ...], Plan], items: list[Item], obs: Obs
         plans[k].tool_union = list(found[k].items()) or [("", None)]
 
 
+def _unseen(plan: Plan) -> tuple[str, ...]:
+    """The plan's changes whose saving the simulated figures may not show (:data:`UNSEEN`; a
+    cache key that fixes routing rather than a key per request)."""
+    from .plan import KEY_CAUSES
+
+    return UNSEEN + (("cache-key",) if plan.cache_key and plan.key_cause != KEY_CAUSES["cache-key-unique"] else ())
+
+
 def _no_effect(p: Proposal) -> bool:
     """A plan that rewrites requests and leaves the simulated cost and cache reads exactly as
     they were (what it changes is below the model's minimum, say): not worth a change."""
-    if not any(c.applied and c.kind not in UNSEEN for c in p.plan.changes):
+    if not any(c.applied and c.kind not in _unseen(p.plan) for c in p.plan.changes):
         return False
     b, a = p.before["simulated"], p.after["simulated"]
     return b.cost == a.cost and b.cached_tokens == a.cached_tokens and b.prompt_tokens == a.prompt_tokens
@@ -452,7 +466,9 @@ def _choose(plans: dict[tuple[str, ...], Plan], trace: _Trace, book: PriceBook, 
         if prices is None:
             continue
         cands = lt.policies(options, current_name, prices, mixed=breakpoints)
-        if plan.api not in ("anthropic", "chat", "responses"):
+        if plan.api not in ("anthropic", "chat", "responses") or plan.fmt == "bedrock":
+            # keep-alive copies ask for no output: Anthropic's max_tokens 0 and OpenAI's one token;
+            # whether Bedrock takes either is not documented (no keep-alive there)
             cands = [c for c in cands if not c.pings]
         if current_name in options:
             sec, tier = options[current_name]

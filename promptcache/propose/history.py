@@ -59,12 +59,14 @@ class Tip:
         hashes: the logged message hashes of its conversation.
         added: how many of ``messages``, at their end, are the request's own logged messages.
         key: where :class:`Histories` keeps it.
+        conv: an id shared by every request of the conversation (within a run).
     """
 
     messages: list[Any] | None
     hashes: list[int]
     added: int = 0
     key: int = 0
+    conv: int = -1
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,7 @@ class Histories:
         self.limit = limit
         self.tips: dict[int, Tip] = {}
         self.pairs: dict[int, tuple[Tip, int]] = {}  # two consecutive messages → (tip, position)
+        self._next = 0
 
     @staticmethod
     def _key(seed: object, hashes: Sequence[int], k: int) -> int:
@@ -118,9 +121,11 @@ class Histories:
         return None
 
     def remember(self, hashes: Sequence[int], seed: object, tip: Tip, found: Found | None) -> None:
-        """Make ``tip`` its conversation's newest. The predecessor's is dropped (a conversation
-        keeps one proposed history in memory; a retry of the predecessor starts from the log's)."""
+        """Make ``tip`` its conversation's newest (its ``conv`` the predecessor's, else a new
+        one). The predecessor's is dropped (a conversation keeps one proposed history in memory;
+        a retry of the predecessor starts from the log's)."""
         if not hashes:
+            tip.conv, self._next = self._next, self._next + 1
             return
         if found is not None and self.tips.get(found.tip.key) is found.tip:
             del self.tips[found.tip.key]
@@ -130,6 +135,10 @@ class Histories:
         if len(self.pairs) + len(hashes) > 4 * self.limit:
             self.pairs.clear()
         tip.key = self._key(seed, hashes, len(hashes) - 1)
+        if found is not None:
+            tip.conv = found.tip.conv
+        else:
+            tip.conv, self._next = self._next, self._next + 1
         self.tips[tip.key] = tip
         for i in range(len(hashes) - 1):
             self.pairs[hash((seed, hashes[i], hashes[i + 1]))] = (tip, i)

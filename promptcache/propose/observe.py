@@ -20,6 +20,7 @@ from ..simulate.rules import CacheRules
 from .conversations import Conversations, Insertions, Windows, conversation, messages
 from .edits import sort_keys_deep
 from .history import Histories, Tip, message_hash
+from .identity import identity
 from .templates import TemplateIndex
 
 #: Distinct JSON parts whose canonical form is remembered per template (key-order drift).
@@ -85,6 +86,8 @@ class TemplateStats:
             summarised or cleared in place; :class:`~.history.Histories`).
         marker_ttls: TTLs (seconds) of the explicit breakpoints seen.
         identified: requests that name a session or conversation (``session``, ``affinity``).
+        routed: requests whose cache namespace carries the upstream that served them (a router's
+            upstream caches are simulated apart: ``rules/providers/openrouter.yaml``).
         upstreams: who served the requests, where the log names it.
         spread: requests served by another upstream than their conversation's previous request.
         arrivals: requests with an arrival time.
@@ -111,6 +114,7 @@ class TemplateStats:
     window: Counter = field(default_factory=Counter)
     marker_ttls: Counter = field(default_factory=Counter)
     identified: int = 0
+    routed: int = 0
     upstreams: Counter = field(default_factory=Counter)
     spread: int = 0
     arrivals: int = 0
@@ -130,21 +134,13 @@ class TemplateStats:
         return best
 
 
-def identity(req: Request) -> str | None:
-    """The session or conversation the log names for a request, or ``None``: the request's
-    ``session`` (session, conversation, thread or user id fields), else a session-affinity
-    identifier (``session_id``, ``x-session-affinity``, ``conversation_id`` ...; not ``user`` or
-    ``safety_identifier``, which name a person, not a conversation)."""
-    if req.session:
-        return f"session:{req.session}"
-    for k in sorted(req.affinity):
-        if k.lower() not in ("user", "safety_identifier") and req.affinity[k]:
-            return f"{k}:{req.affinity[k]}"
-    return None
-
-
 class Observer:
     """Pass-1 observer: templates, and per template the facts in :class:`TemplateStats`."""
+
+    def coarse(self) -> frozenset[str]:
+        """Session identities the log shows naming more than one conversation (a person's,
+        a device's or an account's)."""
+        return frozenset(k for k, v in self.ident_convs.items() if len(v) > 1)
 
     def __init__(self) -> None:
         self.index = TemplateIndex()
@@ -158,6 +154,9 @@ class Observer:
         self.histories = Histories()
         self._json: dict[tuple[str, ...], dict[str, str]] = {}
         self._last_upstream: dict[int, str] = {}
+        #: session identity → conversations it names (two kept: one that names more is a
+        #: person's or a device's, :func:`~.identity.conversation_identity`)
+        self.ident_convs: dict[str, set[int]] = {}
 
     def __call__(self, step: Step) -> None:
         r = step.request
@@ -206,7 +205,8 @@ class Observer:
         found = self.histories.find(hashes, key)
         if found is not None and not found.extends:
             st.rewritten += 1
-        self.histories.remember(hashes, key, Tip(None, hashes), found)
+        tip = Tip(None, hashes)
+        self.histories.remember(hashes, key, tip, found)
         if win.dropped:
             st.shifted += 1
             st.window[win.size] += 1
@@ -227,8 +227,19 @@ class Observer:
                 convs = st.heads.setdefault((n, h), set())
                 if len(convs) < HEAD_CONVERSATIONS:
                     convs.add(link.conversation)
-        if identity(r):
+        ident = identity(r)
+        if ident:
             st.identified += 1
+            convs = self.ident_convs.get(ident)
+            if convs is None:
+                if len(self.ident_convs) >= UPSTREAMS:
+                    for k in list(self.ident_convs)[: UPSTREAMS // 2]:
+                        del self.ident_convs[k]
+                convs = self.ident_convs[ident] = set()
+            if len(convs) < 2:
+                convs.add(tip.conv)
+        if "/upstream=" in step.outcome.namespace:
+            st.routed += 1
         up = r.response.upstream if r.response is not None else None
         if up:
             st.upstreams[up] += 1

@@ -93,7 +93,9 @@ class Plan:
     Attributes:
         template: the template.
         stats: what the first pass saw of it.
-        api: the request shape of its requests (``anthropic``, ``chat``, ``responses`` ...).
+        api: the request shape of its requests (``anthropic``, ``chat``, ``responses``,
+            ``gemini``, ``converse``: a Bedrock Converse body).
+        fmt: the log format of its records (``openai-chat``, ``bedrock`` ...), or ``""``.
         changes: the changes, in the order they are reported.
         moves: part path → slot indices whose spans move to the newest turn.
         tool_moves: tool part path → slot indices (spans inside a tool's description).
@@ -114,6 +116,10 @@ class Plan:
         stable: template part path → whether its text is one text across the template's
             requests once the plan applies (the anchor goes after the stable ones).
         cache_key: derive a key per conversation.
+        key_cause: what the log's keys look like (:data:`KEY_CAUSES`), or ``""``.
+        reported: ``"key"``/``"routing"`` → (tokens, requests) the diagnosis finds the reported
+            usage losing to cache keys or to routing, on the template's requests.
+        coarse: session identities that name several conversations (:meth:`~.observe.Observer.coarse`).
         pin: the upstream to pin, or ``None``.
         lifetime: the lifetime policy's ``setting`` (:class:`~.lifetime.Policy`), or ``None``.
         marker_ttl: the TTL the log's breakpoints use (``"1h"``) where breakpoints are placed
@@ -125,6 +131,7 @@ class Plan:
     template: Template
     stats: TemplateStats
     api: str = ""
+    fmt: str = ""
     changes: list[Change] = field(default_factory=list)
     moves: dict[str, list[int]] = field(default_factory=dict)
     tool_moves: dict[str, list[int]] = field(default_factory=dict)
@@ -143,6 +150,9 @@ class Plan:
     conversational: bool = False
     stable: dict[str, bool] = field(default_factory=dict)
     cache_key: bool = False
+    key_cause: str = ""
+    reported: dict[str, tuple[int, int]] = field(default_factory=dict)
+    coarse: frozenset[str] = frozenset()
     pin: str | None = None
     lifetime: dict[str, Any] | None = None
     marker_ttl: str | None = None
@@ -182,7 +192,9 @@ def build(before: AuditResult, obs: Observer, templates: dict[tuple[str, ...], T
         templates: the inferred templates, by key.
         apis: each template's request shape.
     """
-    plans = {key: Plan(t, obs.stats.get(key) or TemplateStats(), apis.get(key, "")) for key, t in templates.items()}
+    coarse = obs.coarse()
+    plans = {key: Plan(t, obs.stats.get(key) or TemplateStats(), apis.get(key, ""), coarse=coarse)
+             for key, t in templates.items()}
     loss = _breakpoint_loss(before, obs)
     for key, plan in plans.items():
         _content(plan, obs, key)
@@ -218,7 +230,7 @@ def _content(plan: Plan, obs: Observer, key: tuple[str, ...]) -> None:
             s.distinct > 1 and not s.volatile and (SUMMARY.search(part.statics[s.index][-80:])
                                                    or any(SUMMARY.search(e[:200]) for e in s.examples))
             for s in part.slots)
-        if summary and part.path != region_paths[-1] and plan.api in ("anthropic", "chat"):
+        if summary and part.path != region_paths[-1] and plan.api in ("anthropic", "chat", "converse"):
             plan.summaries.append(part.path)
             plan.stable[part.path] = False
             plan.changes.append(Change(
@@ -329,9 +341,16 @@ def _from_findings(before: AuditResult, obs: Observer, plans: dict[tuple[str, ..
                         "the same documents in a stable order (by content)",
                         "The model reads the same documents in a fixed order instead of by relevance score; if "
                         "the order carries meaning, state the relevance next to each document."))
-        elif rid == "cache-key-unique":
+        elif rid in KEY_CAUSES:
             for k in targets or ([key] if key else []):
                 plans[k].cache_key = True
+                plans[k].key_cause = plans[k].key_cause or KEY_CAUSES[rid]
+                if f.tokens_lost:
+                    t, n = plans[k].reported.get("key", (0, 0))
+                    plans[k].reported["key"] = (t + f.tokens_lost, n + f.requests)
+        elif rid == "routed-elsewhere" and plan and f.tokens_lost:
+            t, n = plan.reported.get("routing", (0, 0))
+            plan.reported["routing"] = (t + f.tokens_lost, n + f.requests)
         elif rid == "replay-drift" and plan and plan.api == "chat" and not plan.replay:
             plan.replay = True
             plan.changes.append(Change(
@@ -401,7 +420,7 @@ def _breakpoints(plan: Plan, loss: tuple[int, int]) -> None:
     """Breakpoints for providers that cache only at breakpoints (the rules' ``mode``)."""
     st = plan.stats
     r = st.rules
-    if r is None or r.mode != "breakpoints" or plan.api != "anthropic" or not st.requests:
+    if r is None or r.mode != "breakpoints" or plan.api not in ("anthropic", "converse") or not st.requests:
         return
     plan.limits = Limits(int(r.max_breakpoints or 4), int(r.lookback or 20))
     plan.conversational = st.continues >= max(1, CONVERSATIONAL * st.requests)
@@ -411,10 +430,11 @@ def _breakpoints(plan: Plan, loss: tuple[int, int]) -> None:
         ", then the newest stable block and one marker every "
         f"{plan.limits.lookback} blocks back" if plan.conversational else "") +
         f", at most {plan.limits.max_breakpoints}")
+    field_name = "cachePoint" if plan.api == "converse" else "cache_control"
     if not st.marked and not st.automatic:
         plan.breakpoints = "add"
         plan.changes.append(Change(
-            "add-breakpoints", "cache_control", "no breakpoint: nothing is cached", window,
+            "add-breakpoints", field_name, "no breakpoint: nothing is cached", window,
             f"Nothing changes for the model. {r.provider} caches only at breakpoints, and these requests set "
             "none; the anchor caches tools and system prompt for every request"
             + (", the newest block caches each turn for the next one." if plan.conversational else ".")))
@@ -425,32 +445,32 @@ def _breakpoints(plan: Plan, loss: tuple[int, int]) -> None:
     if st.unmarked_tool_tail and st.unmarked_tool_tail >= CONVERSATIONAL * st.requests:
         plan.breakpoints = "window"
         plan.changes.append(Change(
-            "mark-tool-results", "cache_control", f"{st.unmarked_tool_tail:,} requests end with a turn of tool "
+            "mark-tool-results", field_name, f"{st.unmarked_tool_tail:,} requests end with a turn of tool "
             "results that carries no breakpoint", window + " (a turn of tool results is marked like any other)",
             "Nothing changes for the model; each tool round reads the previous one from the cache."))
     elif plan.conversational and st.unmarked_tail >= CONVERSATIONAL * st.requests:
         plan.breakpoints = "window"
         plan.changes.append(Change(
-            "breakpoint-window", "cache_control", f"{st.unmarked_tail:,} requests of a conversation carry no "
+            "breakpoint-window", field_name, f"{st.unmarked_tail:,} requests of a conversation carry no "
             "breakpoint on their newest turn, so the next turn reads none of the history", window,
             "Nothing changes for the model; each turn reads the previous one from the cache."))
     elif shared and lost >= BREAKPOINT_LOSS * shared:
         plan.breakpoints = "window"
         plan.changes.append(Change(
-            "breakpoint-window", "cache_control", f"breakpoints that miss {lost:,} of {shared:,} shared tokens "
+            "breakpoint-window", field_name, f"breakpoints that miss {lost:,} of {shared:,} shared tokens "
             "(after the last breakpoint, beyond the lookback)", window,
             "Nothing changes for the model; the breakpoints move with the conversation, within the provider's "
             "limit, so every turn reads the one before it."))
     elif plan.history and plan.conversational:
         plan.breakpoints = "window"
         plan.changes.append(Change(
-            "breakpoint-window", "cache_control", "breakpoints as logged, on a history the plan keeps append-only",
+            "breakpoint-window", field_name, "breakpoints as logged, on a history the plan keeps append-only",
             window, "Nothing changes for the model; the breakpoints follow the append-only history, so each turn "
             "reads the one before it."))
     elif moved and st.automatic and not st.marked:
         plan.breakpoints = "window"
         plan.changes.append(Change(
-            "breakpoint-window", "cache_control", "automatic caching (the breakpoint on the last block, which now "
+            "breakpoint-window", field_name, "automatic caching (the breakpoint on the last block, which now "
             "ends with the moved text)", window, "Nothing changes for the model; the breakpoint stays on stable "
             "content."))
     elif moved or head:
@@ -458,9 +478,17 @@ def _breakpoints(plan: Plan, loss: tuple[int, int]) -> None:
         what = "the blocks the moved spans leave stable" if moved else f"the {head[0]} leading conversation " \
             "block(s) most requests share"
         plan.changes.append(Change(
-            "breakpoint-window", "cache_control", "breakpoints as logged, before " + what,
+            "breakpoint-window", field_name, "breakpoints as logged, before " + what,
             window.replace("template's last stable block", "last stable block, " + what),
             "Nothing changes for the model; the anchor ends after all the content the template's requests share."))
+
+
+#: Diagnosis rules whose fix is a stable ``prompt_cache_key`` per conversation, and what the
+#: log's keys look like under each.
+KEY_CAUSES = {"cache-key-unique": "a key per request", "routing-key-missing": "no key: unkeyed requests are spread "
+              "over the provider's cache machines", "cache-key-shared": "one key for many conversations",
+              "cache-key-overflow": "one key for many conversations",
+              "affinity-changed": "a routing identifier that changes between turns"}
 
 
 def _routing(plan: Plan) -> None:
@@ -468,19 +496,37 @@ def _routing(plan: Plan) -> None:
     pf = load_providers().get(st.provider)
     keyed = pf is not None and "cache_key" in pf.namespace and plan.api in ("chat", "responses")
     if plan.cache_key and keyed:
+        tokens, requests = plan.reported.get("key", (0, 0))
+        seen = f" The diagnosis finds {tokens:,} tokens lost to the keys in {requests:,} requests." if tokens else ""
+        if plan.key_cause != KEY_CAUSES["cache-key-unique"]:
+            seen += (" The simulation keeps one cache per key and none per machine, so what routing loses shows in "
+                     "the log's reported usage, not in the simulated figures.")
         plan.changes.append(Change(
-            "cache-key", "prompt_cache_key", "a key per request", "one key per conversation: pc- and a fingerprint "
-            "of " + ("the session the log names" if st.identified else "the conversation's first message"),
+            "cache-key", "prompt_cache_key", plan.key_cause or "a key per request", "one key per conversation: pc- "
+            "and a fingerprint of " + ("the session the log names (with the first message where one id names "
+                                       "several conversations)" if st.identified else "the conversation's first message"),
             "Nothing changes for the model; every turn of a conversation is routed to the cache machine that "
-            "holds its prefix."))
+            "holds its prefix." + seen))
     else:
         plan.cache_key = False
     up = pinned_upstream(st.upstreams)
     if up is not None and st.spread and plan.api in ("chat", "responses"):
-        plan.pin = up
-        plan.changes.append(Change(
-            "pin-routing", "provider", f"{len(st.upstreams)} upstreams; {st.spread:,} requests served by another "
-            "than their conversation's previous one", f'provider.order ["{up}"], allow_fallbacks false',
-            "Nothing changes for the model (the same model, served by one upstream); each upstream keeps its own "
-            "cache. Not simulated: the simulation does not model per-upstream caches, so the saving is the "
-            f"requests that moved ({st.spread:,}) re-reading their prefix, an estimate.", applied=True))
+        tokens, requests = plan.reported.get("routing", (0, 0))
+        seen = (f" The log's reported usage shows {tokens:,} tokens lost to the moves in {requests:,} requests "
+                "(the diagnosis's routed-elsewhere).") if tokens else ""
+        where = f"{len(st.upstreams)} upstreams; {st.spread:,} requests served by another than their conversation's " \
+                "previous one"
+        if st.routed:
+            plan.pin = up
+            plan.changes.append(Change(
+                "pin-routing", "provider", where, f'provider.order ["{up}"], allow_fallbacks false; the proposed '
+                f"log's responses name {up}", "Nothing changes for the model (the same model, served by one upstream). "
+                "Simulated: the router keeps one cache per upstream (rules/providers/openrouter.yaml), and the "
+                f"proposed requests are served by {up}, so each turn reads the previous one there." + seen))
+        else:
+            plan.changes.append(Change(
+                "pin-routing", "provider", where, f"one upstream ({up}) for every request, in the router's or "
+                "gateway's own settings (OpenRouter: provider.order, allow_fallbacks false)",
+                "Nothing changes for the model. Not simulated: the log names no router whose upstreams the rules "
+                f"keep apart, so the rules applied ({st.provider}) already simulate one cache for every upstream."
+                + seen, applied=False))

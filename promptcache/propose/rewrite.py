@@ -30,7 +30,7 @@ from .conversations import LIMIT, Conversations, Insertions, Link, Windows, conv
 from .history import GROWTH, Histories, Tip, message_hash, size as history_size
 from .logio import copy_record
 from .identity import conversation_identity, derived_key
-from .logio import body_of, drop_usage
+from .logio import body_of, drop_usage, set_upstream
 from .plan import Plan
 from .spans import take
 from .templates import TemplateIndex, line_span, region, sort_lines
@@ -103,6 +103,8 @@ class Rewriter:
             return Rewritten(rec, False, req, self.conversations.link(req, key))
         body, put_back = located
         changed = self._edit(plan, body, req, key)
+        if plan.pin and plan.active("pin-routing"):
+            changed |= set_upstream(new, plan.pin)
         final = req
         if changed:
             put_back()
@@ -166,7 +168,7 @@ class Rewriter:
                     edits.set_text(body, path, rest)
                     moved.extend(texts)
                     changed = True
-                    if not rest.strip() and plan.api == "anthropic":
+                    if not rest.strip() and plan.api in ("anthropic", "converse"):
                         emptied.append(path)
             for path, slots in plan.tool_moves.items():
                 texts = self._take_from_tool(plan, body, path, parts_by_path[path], slots)
@@ -218,26 +220,28 @@ class Rewriter:
             if path in order:
                 order.remove(path)
         self._region_order = order
-        if plan.active("tool-set-union") and isinstance(body.get("tools"), list) and plan.tool_union[0][1] is not None:
-            own = {edits.tool_name(x): x for x in body["tools"]}
-            new_tools = [own.get(n) or copy_record(x) for n, x in plan.tool_union]
-            if [edits.tool_name(x) for x in new_tools] != [edits.tool_name(x) for x in body["tools"]]:
-                body["tools"] = new_tools
+        holder = body.get("toolConfig") if plan.api == "converse" else body
+        tools = holder.get("tools") if isinstance(holder, dict) else None
+        if isinstance(tools, list):
+            marks = [x for x in tools if isinstance(x, dict) and "cachePoint" in x]  # Converse: kept last
+            tools = [x for x in tools if not (isinstance(x, dict) and "cachePoint" in x)]
+            new_tools = tools
+            if plan.active("tool-set-union") and plan.tool_union[0][1] is not None:
+                own = {edits.tool_name(x): x for x in tools}
+                new_tools = [own.get(n) or copy_record(x) for n, x in plan.tool_union]
+            if plan.active("sort-tools"):
+                new_tools = sorted(new_tools, key=edits.tool_name)
+            if plan.active("canonical-json"):
+                new_tools = [edits.sort_keys_deep(x) for x in new_tools]
+            if json.dumps(new_tools) != json.dumps(tools):
+                holder["tools"] = new_tools + marks
                 changed = True
-        if plan.active("sort-tools") and isinstance(body.get("tools"), list):
-            new_tools = sorted(body["tools"], key=edits.tool_name)
-            changed |= new_tools != body["tools"]
-            body["tools"] = new_tools
-        if plan.active("canonical-json") and isinstance(body.get("tools"), list):
-            new_tools = [edits.sort_keys_deep(x) for x in body["tools"]]
-            changed |= json.dumps(new_tools) != json.dumps(body["tools"])
-            body["tools"] = new_tools
         if plan.history and plan.active("history-batches"):
             if msgs is None:
                 msgs, pos = messages(conversation(req)), None
             changed |= self._keep_history(plan, body, key, msgs, pos)
         if plan.cache_key and plan.active("cache-key"):
-            ident = conversation_identity(req)
+            ident = conversation_identity(req, plan.coarse)
             if ident is not None:
                 k = derived_key(t.id, ident[1])
                 if body.get("prompt_cache_key") != k:
@@ -423,7 +427,8 @@ class Rewriter:
         changed = False
         for path in plan.summaries:
             st = edits.steps(path)
-            if plan.api == "anthropic" and st[:1] == ["system"] and len(st) == 2 and isinstance(body.get("system"), list):
+            if plan.api in ("anthropic", "converse") and st[:1] == ["system"] and len(st) == 2 \
+                    and isinstance(body.get("system"), list):
                 blocks = body["system"]
                 if st[1] < len(blocks) - 1:
                     blocks.append(blocks.pop(st[1]))
@@ -485,16 +490,30 @@ class Rewriter:
         # the newest block, the text a plan appended included: later requests re-send it as it
         # is (:meth:`_carry`), so it is stable content for the next turn
         newest = len(parts) - 1 if plan.conversational and len(parts) > n_reg else None
-        marks = place(len(parts), anchor, newest, limits, lambda i: edits.markable(body, parts[i].path))
+        if plan.api == "converse":
+            tools = converse_caches_tools(req.model)
+            marks = place(len(parts), anchor, newest, limits, lambda i: edits.converse_markable(body, parts[i].path, tools))
+        else:
+            marks = place(len(parts), anchor, newest, limits, lambda i: edits.markable(body, parts[i].path))
         before = json.dumps(body, sort_keys=True)
-        edits.strip_breakpoints(body)
         life = plan.lifetime or {}
         default = plan.marker_ttl
-        for i in sorted(marks, reverse=True):
+
+        def ttl_of(i: int) -> str | None:
             level = "anchor_ttl" if anchor is not None and i <= anchor else "window_ttl"
             ttl = life.get(level, default) if plan.active("lifetime") else default
+            return ttl if ttl != "5m" else None
+
+        if plan.api == "converse":
             try:
-                edits.mark(body, parts[i].path, ttl if ttl != "5m" else None)
+                edits.converse_checkpoints(body, [(parts[i].path, ttl_of(i)) for i in sorted(marks)])
+            except BadRecord:
+                return False
+            return json.dumps(body, sort_keys=True) != before
+        edits.strip_breakpoints(body)
+        for i in sorted(marks, reverse=True):
+            try:
+                edits.mark(body, parts[i].path, ttl_of(i))
             except BadRecord:
                 continue
         return json.dumps(body, sort_keys=True) != before
@@ -536,6 +555,9 @@ class Rewriter:
                              ("messages", life.get("window_ttl"))):
             if ttl is None:
                 continue
+            if plan.api == "converse":
+                changed |= edits.converse_set_ttl(body, section, None if ttl == "5m" else ttl) > 0
+                continue
             v = body.get(section)
             if isinstance(v, (list, dict)):
                 holder = {"x": v}
@@ -545,6 +567,20 @@ class Rewriter:
                     n = edits.set_ttl(holder, ttl)
                 changed |= n > 0
         return changed
+
+
+#: Amazon Nova models cache no tools: "Amazon Nova ... tools not cacheable" (rules/providers/bedrock.yaml
+#: notes; https://docs.aws.amazon.com/bedrock/latest/userguide/prompt-caching.html, checked 2026-12-01).
+#: The rules file has no field for it yet, so the model pattern lives here.
+NO_TOOL_CHECKPOINTS = ("*nova*",)
+
+
+def converse_caches_tools(model: str | None) -> bool:
+    """Whether a Bedrock model takes a checkpoint in ``toolConfig`` (Claude: yes; Nova: no)."""
+    import fnmatch
+
+    m = (model or "").lower()
+    return not any(fnmatch.fnmatchcase(m, p) for p in NO_TOOL_CHECKPOINTS)
 
 
 def c_count(holder: tuple[Any, Any], raw: str) -> int:
