@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -249,3 +250,37 @@ def test_written_log_of_two_inputs_audits_to_the_after(tmp_path):
     recs = [json.loads(x) for x in gzip.decompress(dest.read_bytes()).decode().splitlines()]
     times = [parse_time(r.get("timestamp", r.get("created_at"))) for r in recs]
     assert len(times) == res.after.scenarios["no_cache"].requests and times == sorted(times)
+
+
+def test_a_file_mixing_anthropic_and_openai_bodies(tmp_path):
+    """One file interleaving an Anthropic app (C40: the clock in ``system``) and an OpenAI app
+    (C24: a token counter in the system message), by arrival: each record is read and rewritten
+    in its own format (an Anthropic body keeps its ``system``; read as OpenAI chat it would lose
+    it), and the proposal is the two apps' own proposals together."""
+    cases = Path(__file__).parent / "data" / "cases"
+    a = [json.loads(x) for x in (cases / "C40-home-agent-clock-reported-usage.jsonl").read_text().splitlines()]
+    b = [json.loads(x) for x in (cases / "C24-bub-token-usage-in-system-prompt.jsonl").read_text().splitlines()]
+    mixed = sorted(a + b, key=lambda r: r["timestamp"])
+    log = tmp_path / "mixed.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in mixed))
+    from promptcache.propose import logio
+
+    items, _ = logio.items([log], AuditOptions().read)
+    assert [it.fmt for it in items] == ["anthropic" if "system" in r else "openai-chat" for r in mixed]
+    dest = tmp_path / "proposed.jsonl"
+    res = propose([log], AuditOptions(), write=dest)
+    assert len(res.proposals) == 2
+    assert all(any(c.kind == "move-slots" and c.applied for c in p.plan.changes) for p in res.proposals)
+    for rec in (json.loads(x) for x in dest.read_text().splitlines()):
+        if "system" in rec:
+            text = "".join(x["text"] for x in rec["system"]) if isinstance(rec["system"], list) else rec["system"]
+            assert "Current time is" not in text and "Hearth Home" in text
+        else:
+            system = rec["messages"][0]
+            assert system["role"] == "system" and "Budget:" not in system["content"] and "Bubble Works" in system["content"]
+    separate = [propose([cases / f"{c}.jsonl"], AuditOptions()) for c in
+                ("C40-home-agent-clock-reported-usage", "C24-bub-token-usage-in-system-prompt")]
+    for name in ("simulated", "ideal"):
+        assert res.after.scenarios[name].cached_tokens == sum(s.after.scenarios[name].cached_tokens for s in separate)
+    again = audit([dest], AuditOptions())
+    assert again.scenarios["simulated"].cached_tokens == res.after.scenarios["simulated"].cached_tokens

@@ -177,6 +177,20 @@ def copy_record(rec: Any) -> Any:
         return copy.deepcopy(rec)
 
 
+def _holds_body(v: Any) -> bool:
+    """Whether a stored request (LiteLLM's ``proxy_server_request``, JSON text or an object,
+    the body itself or ``{url, headers, body}``) holds a body the LiteLLM reader reads."""
+    try:
+        v = orjson.loads(v) if isinstance(v, (str, bytes)) else v
+        if isinstance(v, dict) and "messages" not in v and isinstance(v.get("body"), (str, bytes)):
+            v = orjson.loads(v["body"])
+        elif isinstance(v, dict) and "messages" not in v and isinstance(v.get("body"), dict):
+            v = v["body"]
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(v, dict) and any(k in v for k in ("messages", "input", "contents", "prompt"))
+
+
 def body_of(rec: Any) -> tuple[dict[str, Any], Callable[[], None]] | None:
     """The request body inside a record, as the readers find it (``ingest.common.unwrap``), and
     a function that puts an edited body back (re-encoding it where the record holds it as JSON
@@ -195,6 +209,8 @@ def body_of(rec: Any) -> tuple[dict[str, Any], Callable[[], None]] | None:
         inp = rec.get("input")
         if key is None and isinstance(inp, dict) and inp.get("inputBodyJson") is not None:  # Bedrock invocation logs
             holder, key = inp, "inputBodyJson"
+        if key is None and _holds_body(rec.get("proxy_server_request")):  # LiteLLM spend logs
+            key = "proxy_server_request"
     if key is None:
         return rec, lambda: None
     raw = holder[key]
