@@ -233,7 +233,8 @@ class Rewriter:
                 new_tools = sorted(new_tools, key=edits.tool_name)
             if plan.active("canonical-json"):
                 new_tools = [edits.sort_keys_deep(x) for x in new_tools]
-            if json.dumps(new_tools) != json.dumps(tools):
+            if (new_tools is not tools and [edits.tool_name(x) for x in new_tools] != [edits.tool_name(x) for x in tools]) \
+                    or (plan.active("canonical-json") and json.dumps(new_tools) != json.dumps(tools)):
                 holder["tools"] = new_tools + marks
                 changed = True
         if plan.history and plan.active("history-batches"):
@@ -264,14 +265,16 @@ class Rewriter:
         """Re-send what the plan appended to each earlier turn of the conversation when it was
         the newest: the history stays append-only (each turn keeps the moved text it was sent
         with), so the next request reads the previous one from the cache whole."""
+        if not self.stamps:
+            return False
         newest = self._newest_turn(req)
         changed = False
         for k, (m, ps) in enumerate(msgs):
-            if k == skip or m is None or (newest is not None and m == newest[1]):
-                continue
             text = self.stamps.get(chains[k])
+            if text is None or k == skip or m is None or (newest is not None and m == newest[1]):
+                continue
             where = edits.message_of(ps[0].path)
-            if text is None or where is None:
+            if where is None:
                 continue
             try:
                 edits.append_text(body, plan.api, where, text)
