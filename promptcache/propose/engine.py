@@ -601,10 +601,16 @@ def _compare(before: AuditResult, after: AuditResult, obs: Observer, plans: dict
         if o.template is not None:
             lines_of.setdefault(o.template, []).append(line)
     unmatched = job.rewriter.unmatched if job.rewriter else {}
+    unpinned = job.rewriter.unpinned if job.rewriter else {}
     out = []
     for key, plan in plans.items():
         if not plan.changes:
             continue
+        n = unpinned.get(plan.template.id, 0)
+        for c in plan.changes:
+            if c.kind == "pin-routing" and c.applied and n and "keep the upstream" not in c.rationale:
+                c.rationale += (f" {n:,} request{' keeps' if n == 1 else 's keep'} the upstream the log names: "
+                                "the record names it nowhere the proposal can set.")
         b, a = b_of.get(key, []), a_of.get(key, [])
         out.append(Proposal(plan, len(b), unmatched.get(plan.template.id, 0), price(b, before.rules, job.book)[0],
                             price(a, after.rules, job.book)[0], explain(job.candidates, a, after.rules),

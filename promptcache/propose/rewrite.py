@@ -65,12 +65,15 @@ class Rewriter:
         reparse: reads a rewritten record back: ``reparse(record, original request) ->
             Request | None``.
         unmatched: per template id, requests whose text did not match their template.
+        unpinned: per template id, requests whose record names no upstream the proposal could
+            set to the pinned one (they keep their own in the proposed log).
     """
 
     plans: dict[tuple[str, ...], Plan]
     index: TemplateIndex
     reparse: Callable[[Any, Request], Request | None]
     unmatched: dict[str, int] = field(default_factory=dict)
+    unpinned: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.conversations = Conversations()
@@ -113,6 +116,10 @@ class Rewriter:
             if got is None:
                 return Rewritten(rec, False, req, self.conversations.link(req, key))
             final = got
+        if plan.pin and plan.active("pin-routing"):
+            up = final.response.upstream if final.response is not None else None
+            if up != plan.pin:  # the record names its upstream nowhere the proposal can set
+                self.unpinned[plan.template.id] = self.unpinned.get(plan.template.id, 0) + 1
         if self._bp_active(plan):
             if self._place_breakpoints(plan, body, final):
                 put_back()
