@@ -608,7 +608,7 @@ def _compare(before: AuditResult, after: AuditResult, obs: Observer, plans: dict
             continue
         n = unpinned.get(plan.template.id, 0)
         for c in plan.changes:
-            if c.kind == "pin-routing" and c.applied and n and "keep the upstream" not in c.rationale:
+            if c.kind == "pin-routing" and c.applied and n and "the upstream the log names:" not in c.rationale:
                 c.rationale += (f" {n:,} request{' keeps' if n == 1 else 's keep'} the upstream the log names: "
                                 "the record names it nowhere the proposal can set.")
         b, a = b_of.get(key, []), a_of.get(key, [])
