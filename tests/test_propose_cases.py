@@ -182,3 +182,39 @@ def test_cli_written_log_audits_to_the_printed_after(tmp_path):
     for name in ("no_cache", "simulated", "ideal"):
         assert {k: again[name][k] for k in after[name]} == after[name], name
     assert after["simulated"]["cached_tokens"] >= 0.95 * after["ideal"]["cached_tokens"]
+
+
+def test_what_is_left_is_reported_in_every_format(tmp_path):
+    """C02 (DeepSeek) after its plan: the tokens between simulated and ideal are the proposed
+    log's unexplained rules gap, described as DeepSeek's cache units (which end with messages),
+    never as breakpoints, which DeepSeek does not have; the same causes in the JSON, text,
+    Markdown and HTML reports (their proposal sections)."""
+    import subprocess
+    import sys
+
+    case = next(c for c in _cases() if c.startswith("C02"))
+    res = _propose(case)
+    (p,) = res.proposals
+    rules = p.remaining.of("rules")
+    assert [c.rule for c in rules] == ["unexplained"]
+    assert rules[0].tokens == p.after["ideal"].cached_tokens - p.after["simulated"].cached_tokens > 0
+    assert "cache unit" in rules[0].description and "breakpoint" not in rules[0].description
+    outs = {}
+    for fmt in ("json", "text", "markdown", "html"):
+        out = tmp_path / f"r.{fmt}"
+        got = subprocess.run([sys.executable, "-m", "promptcache", "propose", str(CASES / f"{case}.jsonl"),
+                              "--format", fmt, "--output", str(out)], capture_output=True, text=True)
+        assert got.returncode == 0, got.stderr
+        outs[fmt] = out.read_text() if fmt != "text" else got.stdout
+    rec = json.loads(outs["json"])["proposals"][0]["remaining"]
+    assert rec["gaps"]["rules"] == rules[0].tokens
+    assert [c["cause"] for c in rec["causes"] if c["gap"] == "rules"] == ["unexplained"]
+    html = outs["html"]
+    start = html.index('<section id="proposals">')
+    outs["html"] = html[start:html.index("</section>", start)]  # the proposals, not the audit's own sections
+    md = outs["markdown"]
+    outs["markdown"] = md[md.index("#### Proposals"):]
+    for fmt in ("text", "markdown", "html"):
+        flat = " ".join(outs[fmt].split())
+        assert f"{rules[0].tokens:,} tokens" in flat and "after the last cache unit" in flat, fmt
+        assert "after the last breakpoint" not in flat, fmt
