@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections import Counter
 from pathlib import Path
 
-import pytest
 
 from promptcache.ingest import InputStats, read_requests
 from promptcache.pipeline import AuditOptions, audit

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from promptcache.model import Breakpoint, Part, Request, Response, Source
-from promptcache.propose import breakpoints, conversations, edits, history, identity, lifetime, spans, templates
+from promptcache.model import Part, Request, Response, Source
+from promptcache.propose import breakpoints, edits, history, identity, lifetime, spans, templates
 from promptcache.propose.breakpoints import Limits, place
 from promptcache.propose.spans import span_of, take
 from promptcache.propose.templates import TemplateIndex

@@ -26,7 +26,7 @@ from ..errors import BadRecord
 from ..model import Request
 from . import edits
 from .breakpoints import place
-from .conversations import LIMIT, Conversations, Insertions, Link, Windows, conversation, message_chains, messages
+from .conversations import LIMIT, Conversations, Insertions, Link, conversation, message_chains, messages
 from .history import GROWTH, Histories, Tip, message_hash, size as history_size
 from .logio import copy_record
 from .identity import conversation_identity, derived_key
@@ -77,7 +77,6 @@ class Rewriter:
 
     def __post_init__(self) -> None:
         self.conversations = Conversations()
-        self.windows = Windows()
         self.histories = Histories()
         self.insertions = Insertions()
         #: conversation (chained hash up to a message's end, as logged) → the text a plan
