@@ -38,6 +38,9 @@ import orjson
 from ..model import Part
 from .conversations import LIMIT
 
+#: A window whose front moves by up to this many messages in one turn is found (the first
+#: message pairs of each request are remembered, no more).
+WINDOW_STEP = 16
 #: The proposed conversation may grow to this many times the characters of the conversation the
 #: log sent for the request before it is cut back to the log's own ("grow the window to 2N
 #: messages, then drop N at once").
@@ -132,15 +135,15 @@ class Histories:
         if len(self.tips) >= self.limit:
             for k in list(self.tips)[: self.limit // 2]:
                 del self.tips[k]
-        if len(self.pairs) + len(hashes) > 4 * self.limit:
-            self.pairs.clear()
+        if len(self.pairs) + len(hashes) > self.limit:
+            self.pairs.clear()  # bounded: a window found again after this starts a new chain
         tip.key = self._key(seed, hashes, len(hashes) - 1)
         if found is not None:
             tip.conv = found.tip.conv
         else:
             tip.conv, self._next = self._next, self._next + 1
         self.tips[tip.key] = tip
-        for i in range(len(hashes) - 1):
+        for i in range(min(len(hashes) - 1, WINDOW_STEP)):
             self.pairs[hash((seed, hashes[i], hashes[i + 1]))] = (tip, i)
 
 
