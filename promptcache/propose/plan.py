@@ -105,7 +105,8 @@ class Plan:
         sort_tools, canonical: one tool order; sorted keys in tool schemas.
         canonical_history: sorted keys in the conversation's tool calls and results.
         tool_union: ``(name, tool object)`` of every tool the template's requests send, in the
-            order of first appearance (filled from the records before rewriting); empty: no
+            order of first appearance (filled from the records before rewriting:
+            ``[("", None)]`` until then, and where no record holds a tool list); empty: no
             ``tool-set-union``.
         trims: part path → indices of slots whose values differ only in surrounding whitespace.
         replay: send the logged responses back byte for byte.
