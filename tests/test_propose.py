@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -46,14 +47,21 @@ def atoms(req) -> Counter:
 
 @pytest.mark.parametrize("name", list(FIXED))
 def test_each_request_keeps_exactly_its_content(proposed, name):
+    """Every proposed request holds all of its original's content; what it holds beyond it is
+    what an earlier request of its conversation moved to a turn it re-sends (the moved text
+    stays with its turn), so it comes from the log too."""
     res, dest = proposed[name]
     before = {r.source.line: r for r in read_requests(SAMPLES / f"{name}.jsonl", InputStats("x"))}
     after = {r.source.line: r for r in read_requests(dest, InputStats("y"))}
     assert len(after) == len(before)
     changed = 0
-    for line, r in before.items():
+    seen: Counter = Counter()
+    for line, r in sorted(before.items(), key=lambda kv: (kv[1].arrival or 0, kv[0])):
         a = after[line]
-        assert atoms(a) == atoms(r), f"{name}:{line}"
+        assert not atoms(r) - atoms(a), f"{name}:{line}"
+        extra = atoms(a) - atoms(r)
+        assert not {k for k in extra if k not in seen}, f"{name}:{line}"
+        seen.update(atoms(r))
         changed += [p.text for p in a.parts] != [p.text for p in r.parts] or a.parts != r.parts
     assert changed > 0 or name == "anthropic_app"  # the TTL change touches cache_control only
 
@@ -155,15 +163,18 @@ def test_two_applications_on_one_model_stay_separate_templates(proposed, tmp_pat
         assert system and all(len(t) > 200 for t in system)
 
 
-def test_write_proposed_refuses_mixed_formats(tmp_path):
-    """One proposed file holds one format: OpenAI chat and Anthropic logs together are refused
-    (the written file could not be read back), and nothing is written."""
-    from promptcache.errors import ConfigError
-
-    dest = tmp_path / "mixed.jsonl"
-    with pytest.raises(ConfigError, match="anthropic.*openai-chat|openai-chat.*anthropic"):
-        propose([SAMPLES / "support_bot.jsonl", SAMPLES / "anthropic_app.jsonl"], AuditOptions(), write=dest)
-    assert not dest.exists()
+def test_two_formats_write_one_proposed_log(tmp_path):
+    """An OpenAI chat log and an Anthropic log proposed together write one log, each record in
+    its own format (the readers detect every record's format), and its audit gives the after
+    figures the proposal printed."""
+    dest = tmp_path / "both.jsonl"
+    res = propose([SAMPLES / "support_bot.jsonl", SAMPLES / "anthropic_app.jsonl"], AuditOptions(), write=dest)
+    again = audit([dest], AuditOptions())
+    for name in ("no_cache", "simulated", "ideal"):
+        a, b = res.after.scenarios[name], again.scenarios[name]
+        assert (a.requests, a.prompt_tokens, a.cached_tokens, a.cost) == (b.requests, b.prompt_tokens, b.cached_tokens, b.cost)
+    apis = Counter(r.api for r in read_requests(dest, InputStats("d")))
+    assert apis["chat"] and apis["anthropic"]
 
 
 def _anthropic_time_log(path, gap=60, sessions=4, turns=6):
@@ -239,3 +250,37 @@ def test_written_log_of_two_inputs_audits_to_the_after(tmp_path):
     recs = [json.loads(x) for x in gzip.decompress(dest.read_bytes()).decode().splitlines()]
     times = [parse_time(r.get("timestamp", r.get("created_at"))) for r in recs]
     assert len(times) == res.after.scenarios["no_cache"].requests and times == sorted(times)
+
+
+def test_a_file_mixing_anthropic_and_openai_bodies(tmp_path):
+    """One file interleaving an Anthropic app (C40: the clock in ``system``) and an OpenAI app
+    (C24: a token counter in the system message), by arrival: each record is read and rewritten
+    in its own format (an Anthropic body keeps its ``system``; read as OpenAI chat it would lose
+    it), and the proposal is the two apps' own proposals together."""
+    cases = Path(__file__).parent / "data" / "cases"
+    a = [json.loads(x) for x in (cases / "C40-home-agent-clock-reported-usage.jsonl").read_text().splitlines()]
+    b = [json.loads(x) for x in (cases / "C24-bub-token-usage-in-system-prompt.jsonl").read_text().splitlines()]
+    mixed = sorted(a + b, key=lambda r: r["timestamp"])
+    log = tmp_path / "mixed.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in mixed))
+    from promptcache.propose import logio
+
+    items, _ = logio.items([log], AuditOptions().read)
+    assert [it.fmt for it in items] == ["anthropic" if "system" in r else "openai-chat" for r in mixed]
+    dest = tmp_path / "proposed.jsonl"
+    res = propose([log], AuditOptions(), write=dest)
+    assert len(res.proposals) == 2
+    assert all(any(c.kind == "move-slots" and c.applied for c in p.plan.changes) for p in res.proposals)
+    for rec in (json.loads(x) for x in dest.read_text().splitlines()):
+        if "system" in rec:
+            text = "".join(x["text"] for x in rec["system"]) if isinstance(rec["system"], list) else rec["system"]
+            assert "Current time is" not in text and "Hearth Home" in text
+        else:
+            system = rec["messages"][0]
+            assert system["role"] == "system" and "Budget:" not in system["content"] and "Bubble Works" in system["content"]
+    separate = [propose([cases / f"{c}.jsonl"], AuditOptions()) for c in
+                ("C40-home-agent-clock-reported-usage", "C24-bub-token-usage-in-system-prompt")]
+    for name in ("simulated", "ideal"):
+        assert res.after.scenarios[name].cached_tokens == sum(s.after.scenarios[name].cached_tokens for s in separate)
+    again = audit([dest], AuditOptions())
+    assert again.scenarios["simulated"].cached_tokens == res.after.scenarios["simulated"].cached_tokens

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import pytest
 
@@ -79,23 +80,39 @@ def test_clean_requests_are_left_byte_identical(proposed):
         assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
+def _date_line(system: str) -> tuple[str, int, int]:
+    start = system.index("Current date:")
+    end = system.index("\n", start) + 1
+    return system[start:end - 1], start, end
+
+
 def test_dated_requests_lose_exactly_the_date_line(proposed):
     """Diff every rewritten request against its original: the system prompt loses the one line
     ``Current date: ...`` (and its line break), the newest user message gains that line at its
-    end, and nothing else changes."""
+    end, each earlier user message ends with the line its own request moved there (the history
+    the next turn re-sends stays as it was sent), and nothing else changes."""
     records, out, _ = proposed
     dated = [(a, b) for a, b in zip(records, out) if "Current date:" in a["request"]["messages"][0]["content"]]
     assert dated
+    line_of = {}  # (session, turn) -> the date line that request moved
+    for a, _ in dated:
+        ma = a["request"]["messages"]
+        s, k = map(int, re.match(r"Session (\d+), question (\d+)", ma[-1]["content"]).groups())
+        line_of[(s, k)] = _date_line(ma[0]["content"])[0]
     for a, b in dated:
         ma, mb = a["request"]["messages"], b["request"]["messages"]
         system = ma[0]["content"]
-        start = system.index("Current date:")
-        end = system.index("\n", start) + 1
-        line = system[start:end - 1]
+        line, start, end = _date_line(system)
         assert mb[0]["content"] == system[:start] + system[end:]
         assert "## 7. Escalation" in mb[0]["content"] and mb[0]["content"].count("## ") == 9
         assert mb[-1]["content"] == ma[-1]["content"] + "\n\n" + line
-        assert mb[1:-1] == ma[1:-1]
+        assert len(mb) == len(ma)
+        for x, y in zip(ma[1:-1], mb[1:-1]):
+            if x["role"] == "assistant":
+                assert y == x
+            else:
+                s, k = map(int, re.match(r"Session (\d+), question (\d+)", x["content"]).groups())
+                assert y == {**x, "content": x["content"] + "\n\n" + line_of[(s, k)]}
         rest_a = {k: v for k, v in a.items() if k != "request"}
         rest_b = {k: v for k, v in b.items() if k != "request"}
         assert rest_a == rest_b

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from promptcache.model import Breakpoint, Part, Request, Response, Source
-from promptcache.propose import breakpoints, conversations, edits, history, identity, lifetime, spans, templates
+from promptcache.model import Part, Request, Response, Source
+from promptcache.propose import breakpoints, edits, history, identity, lifetime, spans, templates
 from promptcache.propose.breakpoints import Limits, place
 from promptcache.propose.spans import span_of, take
 from promptcache.propose.templates import TemplateIndex
@@ -110,30 +110,38 @@ def test_placement_respects_the_limit_and_skips_unmarkable_blocks():
 
 # -- history ---------------------------------------------------------------------------------
 
-def _window_req(start: int, size: int, i: int) -> Request:
-    parts = [Part("system", "messages[0].content", "sys", "system", 0)]
-    for k in range(size):
-        role = "user" if (start + k) % 2 == 0 else "assistant"
-        parts.append(Part(role, f"messages[{k + 1}].content", f"m{start + k}", role, k + 1))
-    parts.append(Part("user", f"messages[{size + 1}].content", f"question {i}", "user", size + 1))
-    return Request(f"r{i}", Source("x", i + 1), "openai-chat", "chat", "openai", "gpt-5.1", 1_790_000_000 + i,
-                   tuple(parts))
+def _remember(h: history.Histories, hashes: list[int]) -> history.Tip:
+    tip = history.Tip(None, hashes)
+    h.remember(hashes, "k", tip, h.find(hashes, "k"))
+    return tip
 
 
-def test_window_cut_in_batches():
-    """A 10-message window sliding by two each turn: the kept history starts at the chain's
-    first message, then jumps by the batch (to a user message) when the window passes it."""
-    wins = conversations.Windows()
-    batches = history.Batches(batch=5)
-    drops = []
-    for i in range(6):
-        req = _window_req(2 * i, 10, i)
-        win = wins.observe(req, "k")
-        assert win.dropped == (2 if i else 0) and win.start == 2 * i
-        drops.append(batches.keep_from(win, conversations.conversation(req)))
-    # start 0; at turn 1 the window (start 2) passed it: cut to 2 + 6 (the next user message
-    # after 5 dropped); turns 2 and 3 keep from 8 (drop 4, 2); turn 4 starts at 8; turn 5 cuts again
-    assert drops == [0, 6, 4, 2, 0, 6]
+def test_history_predecessors_of_each_rewrite():
+    """Message hashes (ints stand for messages), worked out by hand: where each request's own
+    new messages start after its predecessor, and whether its history extends it."""
+    h = history.Histories()
+    # append-only: the request re-sends the predecessor whole and adds two messages
+    tip = _remember(h, [1, 2, 3])
+    got = h.find([1, 2, 3, 4, 5], "k")
+    assert (got.tip, got.new, got.extends, got.trim) == (tip, 3, True, 0)
+    # old tool results cleared in place: [u, c0, t0, c1, t1] -> t0 replaced by P (0), two added
+    h = history.Histories()
+    tip = _remember(h, [10, 20, 21, 30, 31])
+    got = h.find([10, 20, 0, 30, 31, 40, 41], "k")
+    assert (got.tip, got.new, got.extends) == (tip, 5, False)
+    # a summary replaces the oldest exchange: [S1, e1, e2, e3, u] -> [S2, e2, e3, u, a, u2]
+    h = history.Histories()
+    tip = _remember(h, [100, 1, 2, 3, 9])
+    got = h.find([101, 2, 3, 9, 7, 8], "k")
+    assert (got.tip, got.new, got.extends) == (tip, 4, False)
+    # a sliding window whose newest question is not re-sent: [m0..m9, q0] -> [m2..m11, q1]; the
+    # shared run m2..m9 ends before the predecessor's question, which the request drops (trim 1)
+    h = history.Histories()
+    tip = _remember(h, [*range(10), 1000])
+    got = h.find([*range(2, 12), 1001], "k")
+    assert (got.tip, got.new, got.extends, got.trim) == (tip, 8, False, 1)
+    # another template's conversation is not a predecessor
+    assert h.find([*range(2, 12), 1001], "other") is None
 
 
 # -- edits -----------------------------------------------------------------------------------
@@ -209,9 +217,24 @@ def test_identity_prefers_what_the_log_names():
 
     assert identity.conversation_identity(replace(base, affinity={"user": "u1", "x-session-affinity": "s9"})) == \
         ("session", "x-session-affinity:s9")
+    # an affinity header names the conversation explicitly; Request.session may be a user field
     assert identity.conversation_identity(replace(base, session="abc", affinity={"x-session-affinity": "s9"})) == \
-        ("session", "session:abc")
+        ("session", "x-session-affinity:s9")
+    assert identity.conversation_identity(replace(base, session="abc")) == ("session", "session:abc")
     assert identity.conversation_identity(replace(base, affinity={"user": "u1"})) == ("first message", "user\x1efirst question")
+    assert identity.conversation_identity(replace(base, affinity={"safety_identifier": "h1", "portkey._user": "u"})) \
+        == ("first message", "user\x1efirst question")
+    # Claude Code's metadata.user_id: the session inside it, in either of its two forms
+    cc = '{"device_id": "d0c9", "account_uuid": "a1", "session_id": "5e55-10n"}'
+    assert identity.conversation_identity(replace(base, affinity={"metadata.user_id": cc})) == ("session", "session:5e55-10n")
+    old = "user_abc123_account_0f9e8d7c-0000-0000-0000-000000000001_session_1b2c3d4e-0000-0000-0000-000000000002"
+    assert identity.conversation_identity(replace(base, affinity={"metadata.user_id": old})) == \
+        ("session", "session:1b2c3d4e-0000-0000-0000-000000000002")
+    assert identity.conversation_identity(replace(base, affinity={"metadata.user_id": "device-7"})) == \
+        ("first message", "user\x1efirst question")
+    # a session that the log shows naming several conversations is a person's: with the first message
+    assert identity.conversation_identity(replace(base, session="u-17"), frozenset({"session:u-17"})) == \
+        ("session and first message", "session:u-17\x1duser\x1efirst question")
     k1 = identity.derived_key("T-1", "session:abc")
     assert k1 == identity.derived_key("T-1", "session:abc") != identity.derived_key("T-1", "session:abd")
     assert k1.startswith("pc-") and len(k1) == 19 and "abc" not in k1

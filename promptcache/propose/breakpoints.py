@@ -8,7 +8,8 @@ The limits come from the simulated rules (``rules/providers/*.yaml``: ``max_brea
    prompt, up to the first part that still varies): every request of the template writes and
    reads it, whatever the conversation;
 2. in conversations, a marker on the **newest stable block**: the last block the next request
-   re-sends unchanged (not the volatile text a proposal appends to the newest turn, and whatever
+   re-sends unchanged (the text a proposal appends to the newest turn included: later requests
+   re-send it with that turn, :meth:`~.rewrite.Rewriter._carry`; and whatever
    the block's type: a turn of tool results is marked like any other);
 3. a **moving window** behind it: more markers every ``lookback`` blocks back, while they stay
    after the anchor and within ``max_breakpoints``, so that the previous request's newest marker

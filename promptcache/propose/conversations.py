@@ -138,9 +138,12 @@ class Windows:
         self.starts: dict[int, int] = {}  # chain → start of its latest request
         self._next = 0
 
-    def observe(self, req: Request, seed: object) -> Window:
-        """Place ``req`` (in arrival order) in its chain and remember its messages."""
-        msgs = messages(conversation(req))
+    def observe(self, req: Request, seed: object,
+                msgs: Sequence[tuple[int | None, list[Part]]] | None = None) -> Window:
+        """Place ``req`` (in arrival order) in its chain and remember its messages (``msgs``: its
+        conversation's messages, default all of them; without an inserted message, say)."""
+        if msgs is None:
+            msgs = messages(conversation(req))
         hs = [hash((seed, _message_hash(ps))) for _, ps in msgs]
         chain, start = -1, 0
         if hs:
@@ -159,3 +162,60 @@ class Windows:
         for k, h in enumerate(hs):
             self.pos[h] = (chain, start + k)
         return Window(chain, start, dropped, len(hs))
+
+
+def message_chains(msgs: Sequence[tuple[int | None, list[Part]]], seed: object,
+                   skip: int | None = None) -> list[int]:
+    """Per message of ``msgs`` (:func:`messages`), the hash of the conversation up to its end
+    (role, kind and text of every part, chained from ``seed``); the message at position ``skip``
+    is left out of the chain (its own entry repeats the one before it)."""
+    h = hash(seed)
+    out = []
+    for k, (_, ps) in enumerate(msgs):
+        if k != skip:
+            for p in ps:
+                h = hash((h, p.role, p.kind, p.text))
+        out.append(h)
+    return out
+
+
+#: Leading conversation messages that may be an inserted one (a reminder, lessons, a status
+#: line put before the history): :class:`Insertions` tries leaving out each.
+INSERT_POSITIONS = 4
+
+
+class Insertions:
+    """Finds a message inserted before a conversation's stable history: a request whose
+    conversation continues no earlier one, but does (for at least two messages) once one of its
+    first :data:`INSERT_POSITIONS` user (or system) messages is left out (tests/data/cases/C28: a
+    ``<lessons>`` message put before the conversation on some turns and not others).
+
+    Every message end of every request's conversation, without its inserted message, is
+    remembered (bounded: the older half is dropped when full), so a request that drops the
+    inserted message again continues the one that had it.
+    """
+
+    def __init__(self, limit: int = LIMIT):
+        self.limit = limit
+        self.ends: set[int] = set()
+
+    def find(self, req: Request, seed: object) -> tuple[int | None, list[tuple[int | None, list[Part]]], list[int]]:
+        """``(position of the inserted message in the conversation's messages or None,
+        messages, chains without it)`` of ``req`` (in arrival order), remembering its ends."""
+        msgs = messages(conversation(req))
+        chains = message_chains(msgs, seed)
+        inserted = None
+        if msgs and not any(c in self.ends for c in chains[:-1] or chains):
+            for k in range(min(INSERT_POSITIONS, len(msgs) - 1)):
+                if not all(p.role in ("user", "system", "developer") and p.kind != "tool_result" for p in msgs[k][1]):
+                    continue
+                alt = message_chains(msgs, seed, skip=k)
+                # at least two messages after it continue an earlier request (one shared
+                # opening line is no evidence)
+                if any(c in self.ends for c in alt[k + 2:-1] or alt[k + 2:]):
+                    inserted, chains = k, alt
+                    break
+        if len(self.ends) + len(chains) > self.limit:
+            self.ends.clear()  # forget the oldest (all): a bounded memory; insertions are local in time
+        self.ends.update(chains if inserted is None else chains[:inserted] + chains[inserted + 1:])
+        return inserted, msgs, chains

@@ -131,9 +131,10 @@ def canonical_json_text(text: str) -> str | None:
 
 
 def tool_name(tool: Any) -> str:
-    """A tool definition's name (OpenAI ``function.name``, Anthropic/Responses ``name``)."""
+    """A tool definition's name (OpenAI ``function.name``, Bedrock Converse ``toolSpec.name``,
+    Anthropic/Responses ``name``)."""
     if isinstance(tool, dict):
-        fn = tool.get("function")
+        fn = tool.get("function") or tool.get("toolSpec")
         if isinstance(fn, dict) and "name" in fn:
             return str(fn["name"])
         if "name" in tool:
@@ -278,6 +279,11 @@ def append_text(body: MutableMapping[str, Any], api: str, where: tuple[str, int]
         msg["output"] = out + "\n\n" + text
         return
     content = msg.get("content")
+    if api == "converse":  # Bedrock Converse: blocks without a type (``{"text": ...}``)
+        if not isinstance(content, list):
+            raise BadRecord(f"{key}[{i}] holds no content blocks")
+        content.append({"text": text})
+        return
     if isinstance(content, str) and api == "anthropic" and content:
         msg["content"] = [{"type": "text", "text": content}, {"type": "text", "text": text}]
     elif isinstance(content, str):
@@ -338,6 +344,35 @@ def canonicalize(body: Any, path: str, kind: str) -> bool:
     return changed
 
 
+def replay(body: Any, path: str, kind: str, returned: str) -> bool:
+    """Set a re-sent assistant part at ``path`` to what the model returned (a logged response
+    part: ``kind`` ``tool_call`` with the text ``{"name", "arguments"}`` as the readers give it,
+    or plain text): a Chat Completions tool call's ``function.arguments`` string, or a text
+    ``content``. Returns whether anything changed; a call of another name is left as it is.
+
+    Raises:
+        BadRecord: when the path leads nowhere.
+    """
+    v = get(body, path)
+    if kind == "tool_call":
+        try:
+            got = json.loads(returned)
+        except ValueError:
+            return False
+        fn = v.get("function") if isinstance(v, dict) else None
+        args = got.get("arguments") if isinstance(got, dict) else None
+        if isinstance(fn, dict) and isinstance(args, str) and fn.get("name") == got.get("name") \
+                and isinstance(fn.get("arguments"), str) and fn["arguments"] != args:
+            fn["arguments"] = args
+            return True
+        return False
+    if isinstance(v, str) and v != returned and v.strip() == returned.strip():
+        parent, key = _parent(body, path)
+        parent[key] = returned
+        return True
+    return False
+
+
 def string_leaves(v: Any) -> list[tuple[Any, Any]]:
     """``(container, key)`` of every string inside a JSON value, depth first."""
     out: list[tuple[Any, Any]] = []
@@ -351,3 +386,93 @@ def string_leaves(v: Any) -> list[tuple[Any, Any]]:
             elif isinstance(y, (dict, list)):
                 stack.append(y)
     return out
+
+
+# -- Amazon Bedrock Converse ------------------------------------------------------------------
+# A Converse body marks a cache checkpoint with a block of its own, ``{"cachePoint": {"type":
+# "default", "ttl": "5m" | "1h"}}``, after the block it closes, in ``system``, a message's
+# ``content`` or ``toolConfig.tools``; at most 4 per request, TTLs not increasing from tools to
+# system to messages (https://docs.aws.amazon.com/bedrock/latest/userguide/prompt-caching.html,
+# rules/providers/bedrock.yaml; checked 2026-12-01). Part paths are the Bedrock reader's
+# (``promptcache.ingest.bedrock.converse_parts``): ``toolConfig.tools[i]``, ``system[i]``,
+# ``messages[i].content[j]``, counting the cachePoint blocks themselves.
+
+#: Converse blocks a checkpoint cannot follow: reasoning (like Anthropic's thinking blocks).
+CONVERSE_UNMARKABLE = ("reasoningContent",)
+
+
+def _converse_lists(body: MutableMapping[str, Any]) -> list[list[Any]]:
+    out = []
+    tc = body.get("toolConfig")
+    if isinstance(tc, dict) and isinstance(tc.get("tools"), list):
+        out.append(tc["tools"])
+    if isinstance(body.get("system"), list):
+        out.append(body["system"])
+    for m in body.get("messages") or ():
+        if isinstance(m, dict) and isinstance(m.get("content"), list):
+            out.append(m["content"])
+    return out
+
+
+def converse_markable(body: Any, path: str, tools: bool = True) -> bool:
+    """Whether a checkpoint can follow the Converse block at ``path`` (not reasoning, not empty
+    text, not a checkpoint; a tool only when the model caches tools: ``tools``)."""
+    try:
+        v = get(body, path)
+    except BadRecord:
+        return False
+    if not isinstance(v, dict) or "cachePoint" in v or any(k in v for k in CONVERSE_UNMARKABLE):
+        return False
+    if path.startswith("toolConfig"):
+        return tools
+    return not ("text" in v and not v.get("text"))
+
+
+def converse_checkpoints(body: MutableMapping[str, Any], marks: list[tuple[str, str | None]]) -> int:
+    """Replace every ``cachePoint`` block of a Converse body by one after each block of
+    ``marks`` (``(path, ttl)``: ``ttl`` ``"1h"``, ``"5m"`` or ``None`` for the default). The
+    paths are resolved before any block moves. Returns the checkpoints written.
+
+    Raises:
+        BadRecord: when a path leads to no block.
+    """
+    targets = []
+    for path, ttl in marks:
+        parent, _ = _parent(body, path)
+        targets.append((parent, get(body, path), ttl))
+    for lst in _converse_lists(body):
+        lst[:] = [b for b in lst if not (isinstance(b, dict) and "cachePoint" in b)]
+    n = 0
+    for parent, block, ttl in targets:
+        at = next((i for i, b in enumerate(parent) if b is block), None)
+        if at is None:
+            continue
+        cp: dict[str, Any] = {"type": "default"}
+        if ttl is not None:
+            cp["ttl"] = ttl
+        parent.insert(at + 1, {"cachePoint": cp})
+        n += 1
+    return n
+
+
+def converse_set_ttl(body: MutableMapping[str, Any], section: str, ttl: str | None) -> int:
+    """Set ``ttl`` (``None``: the default) on the checkpoints of one section of a Converse body
+    (``tools``, ``system`` or ``messages``); returns how many changed."""
+    if section == "tools":
+        tc = body.get("toolConfig")
+        lists = [tc["tools"]] if isinstance(tc, dict) and isinstance(tc.get("tools"), list) else []
+    elif section == "system":
+        lists = [body["system"]] if isinstance(body.get("system"), list) else []
+    else:
+        lists = [m["content"] for m in body.get("messages") or () if isinstance(m, dict) and isinstance(m.get("content"), list)]
+    n = 0
+    for lst in lists:
+        for b in lst:
+            cp = b.get("cachePoint") if isinstance(b, dict) else None
+            if isinstance(cp, dict) and cp.get("ttl") != ttl:
+                if ttl is None:
+                    cp.pop("ttl", None)
+                else:
+                    cp["ttl"] = ttl
+                n += 1
+    return n

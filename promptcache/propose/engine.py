@@ -24,20 +24,27 @@ from typing import Any, Callable, Sequence
 
 from ..errors import BadRecord, ConfigError
 from ..model import Request
-from ..pipeline import AuditOptions, AuditResult, Pipeline, ScenarioTotals, Step, price, run
+from ..pipeline import AuditOptions, AuditResult, Pipeline, ScenarioTotals, Step, assemble, collect, price, run
 from ..pricing import PriceBook
 from ..report.numbers import usd
 from ..simulate import Outcome
 from ..simulate.rules import load_providers
 from . import lifetime as lt
 from . import logio
-from .gap import GapPart, attainable, explain, remaining_findings
 from .logio import BODY_FORMATS, Item, Out, Parsers
 from .observe import Observer
 from .plan import Change, Plan, build
+from .remaining import Remaining, explain, remaining_findings
 from .rewrite import Rewriter
 
 __all__ = ["Change", "Plan", "Proposal", "ProposeResult", "propose"]
+
+#: Changes whose saving the simulated figures may not show, so a plan is not withdrawn for
+#: leaving them unchanged: ``pin-routing`` where the rules give every upstream one cache (the
+#: saving is in the log's reported usage), ``replay-verbatim`` (the simulator caches prompt
+#: tokens, not the generated tokens an engine keeps); and ``cache-key`` where it fixes routing
+#: (:func:`_unseen`).
+UNSEEN = ("pin-routing", "replay-verbatim")
 
 
 @dataclass
@@ -50,11 +57,11 @@ class Proposal:
         unmatched: requests whose text did not match the template (left as they are).
         before, after: scenario totals of the template's requests before and after the plan
             (after: keep-alive requests included).
-        gap: what remains between simulated and ideal after the plan, by cause.
+        remaining: what is left after the plan, by cause: the loss accounting of the proposed
+            log's audit on the template's requests (:func:`~.remaining.explain`); its ``rules``
+            gap is ``after["ideal"]`` minus ``after["simulated"]`` cached tokens, exactly.
         lifetime: the lifetime optimiser's answer, or ``None`` where it did not run.
         lines: lines of the proposed log that belong to the template.
-        attainable_tokens: the ideal's cache reads after the plan within the provider's minimum
-            and hit granularity (:func:`~.gap.attainable`).
         findings_after: what the diagnosis still finds on the template's proposed requests.
     """
 
@@ -63,11 +70,16 @@ class Proposal:
     unmatched: int
     before: dict[str, ScenarioTotals]
     after: dict[str, ScenarioTotals]
-    gap: list[GapPart] = field(default_factory=list)
+    remaining: Remaining = field(default_factory=lambda: Remaining({}, [], 0))
     lifetime: lt.Choice | None = None
     lines: list[int] = field(default_factory=list)
-    attainable_tokens: int = 0
     findings_after: list[Any] = field(default_factory=list)
+
+    @property
+    def attainable_tokens(self) -> int:
+        """The ideal's cache reads after the plan within the provider's minimum, hit granularity
+        and longest cacheable prefix (:func:`~.remaining.attainable`)."""
+        return self.remaining.attainable
 
     @property
     def savings_usd(self) -> Decimal | None:
@@ -189,6 +201,7 @@ def propose(paths: Sequence[str | Path], opts: AuditOptions | None = None, *, wr
     templates = obs.index.templates()
     items, skipped = logio.items(paths, opts.read)
     apis: dict[tuple[str, ...], str] = {}
+    formats: dict[tuple[str, ...], str] = {}
     rewritable: dict[tuple[str, ...], str | None] = {}
     for it in items:
         for r in it.requests:
@@ -196,11 +209,16 @@ def propose(paths: Sequence[str | Path], opts: AuditOptions | None = None, *, wr
                 continue
             key = obs.index.key_for(r)
             if it.fmt in BODY_FORMATS and len(it.requests) == 1:
-                apis.setdefault(key, r.api)
+                apis.setdefault(key, logio.dialect(it.record, it.fmt, r.api))
+                formats.setdefault(key, it.fmt)
                 rewritable[key] = None
             else:
                 rewritable.setdefault(key, it.fmt)
     plans = build(before, obs, templates, apis)
+    for key, fmt in formats.items():
+        if key in plans:
+            plans[key].fmt = fmt
+    _tool_unions(plans, items, obs)
     for key, fmt in rewritable.items():
         if fmt is not None and key in plans:  # advice only: no record of the template can be rewritten
             for c in plans[key].changes:
@@ -208,10 +226,10 @@ def propose(paths: Sequence[str | Path], opts: AuditOptions | None = None, *, wr
                     c.applied = False
                     c.rationale += (f" Not applied: {fmt} records cannot be rewritten (the proposal rewrites "
                                     f"{', '.join(BODY_FORMATS)} records); not simulated.")
-    formats = sorted({it.fmt for it in items})
-    if write is not None and len(formats) > 1:
-        raise ConfigError(f"--write-proposed writes one log in one format, but the inputs hold {', '.join(formats)} "
-                          "records: propose each format's logs separately")
+    answers = sorted({it.fmt for it in items if logio.responses_only(it.fmt)})
+    if write is not None and answers and len(answers) < len({it.fmt for it in items}):
+        raise ConfigError(f"--write-proposed writes one log, but the inputs hold {', '.join(answers)} records, which "
+                          "are read from a file of their own: propose them with their requests' files separately")
     unread = [str(p) for fi, (p, st) in enumerate(zip(paths, before.inputs))
               if st.requests and not any(it.file == fi for it in items)]
     if write is not None and unread:
@@ -247,9 +265,10 @@ def propose(paths: Sequence[str | Path], opts: AuditOptions | None = None, *, wr
                 else:
                     p.plan.withdraw(None, why)
             for p in idle:
-                p.plan.withdraw(tuple(c.kind for c in p.plan.changes if c.kind != "pin-routing"),
+                p.plan.withdraw(tuple(c.kind for c in p.plan.changes if c.kind not in _unseen(p.plan)),
                                 "Withdrawn: re-simulated on this traffic it changes neither the cost nor the cached "
-                                "tokens" + (f" ({p.gap[0].description})." if p.gap else "."))
+                                "tokens" + (f" (left: {p.remaining.causes[0].description})." if p.remaining.causes
+                                            else "."))
         written = job.written
     lines = {pl: (plans[o.template].template.id if o.template in plans else None) for pl, o in job.where.items()}
     return ProposeResult(before, after, proposals, str(written) if written else None, skipped,
@@ -274,6 +293,8 @@ class _Job:
     where: dict[tuple[str, int], Out] = field(default_factory=dict)
     #: per input record (file, line), its conversation for the lifetime (:class:`_Trace`)
     conversations: dict[tuple[int, int], int] = field(default_factory=dict)
+    #: the diagnoser's cause instances on the proposed log's last audit (the accounting's)
+    candidates: list[Any] = field(default_factory=list)
 
     def rewrite(self) -> list[Out]:
         """Every record rewritten by its template's plan, keep-alive copies added, in the
@@ -319,12 +340,14 @@ class _Job:
 
     def audit(self, outs: list[Out], opts: AuditOptions, *,
               progress: Callable[[int], None] | None = None) -> tuple[AuditResult, dict[tuple[str, int], Out]]:
-        """Write the proposed log (to ``dest`` when writing, one file per format otherwise) and
-        audit it: ``(audit, (path, line) → record)``."""
+        """Write the proposed log (to ``dest`` when writing) and audit it: ``(audit, (path, line)
+        → record)``."""
+        # one file in the audit's order (the readers detect each record's format); records of a
+        # response-only shape (batch outputs) in a file of their own, as ingest reads them first
         fmt_of = {(it.file, it.line): it.fmt for it in self.items}
-        by_fmt: dict[str, list[Out]] = {}
+        by_fmt: dict[bool, list[Out]] = {}
         for o in outs:
-            by_fmt.setdefault(fmt_of.get(o.source, ""), []).append(o)
+            by_fmt.setdefault(logio.responses_only(fmt_of.get(o.source, "")), []).append(o)
         files: list[str] = []
         where: dict[tuple[str, int], Out] = {}
         for k, (fmt, group) in enumerate(sorted(by_fmt.items())):
@@ -338,14 +361,46 @@ class _Job:
             for line, o in enumerate(group, 1):
                 where[(path, line)] = o
         self.where = where
-        res = run(Pipeline(files + self.unread, opts), progress=progress, book=self.book)
-        return res, where
+        part = collect(Pipeline(files + self.unread, opts), progress=progress, book=self.book)
+        self.candidates = part.candidates or []
+        return assemble(part, opts, self.book), where
+
+
+def _tool_unions(plans: dict[tuple[str, ...], Plan], items: list[Item], obs: Observer) -> None:
+    """Every tool the requests of a ``tool-set-union`` template send, as the first record that
+    sends it wrote it, in the order of first appearance."""
+    want = {k for k, p in plans.items() if p.tool_union}
+    if not want:
+        return
+    found: dict[tuple[str, ...], dict[str, Any]] = {k: {} for k in want}
+    from .edits import tool_name
+    from .logio import body_of
+
+    for it in items:
+        for r in it.requests:
+            key = obs.index.key_for(r) if r.parts else None
+            if key not in want:
+                continue
+            located = body_of(it.record)
+            tools = located[0].get("tools") if located is not None else None
+            for t in tools if isinstance(tools, list) else ():
+                found[key].setdefault(tool_name(t), logio.copy_record(t))
+    for k in want:
+        plans[k].tool_union = list(found[k].items()) or [("", None)]
+
+
+def _unseen(plan: Plan) -> tuple[str, ...]:
+    """The plan's changes whose saving the simulated figures may not show (:data:`UNSEEN`; a
+    cache key that fixes routing rather than a key per request)."""
+    from .plan import KEY_CAUSES
+
+    return UNSEEN + (("cache-key",) if plan.cache_key and plan.key_cause != KEY_CAUSES["cache-key-unique"] else ())
 
 
 def _no_effect(p: Proposal) -> bool:
     """A plan that rewrites requests and leaves the simulated cost and cache reads exactly as
     they were (what it changes is below the model's minimum, say): not worth a change."""
-    if not any(c.applied and c.kind != "pin-routing" for c in p.plan.changes):
+    if not any(c.applied and c.kind not in _unseen(p.plan) for c in p.plan.changes):
         return False
     b, a = p.before["simulated"], p.after["simulated"]
     return b.cost == a.cost and b.cached_tokens == a.cached_tokens and b.prompt_tokens == a.prompt_tokens
@@ -411,7 +466,9 @@ def _choose(plans: dict[tuple[str, ...], Plan], trace: _Trace, book: PriceBook, 
         if prices is None:
             continue
         cands = lt.policies(options, current_name, prices, mixed=breakpoints)
-        if plan.api not in ("anthropic", "chat", "responses"):
+        if plan.api not in ("anthropic", "chat", "responses") or plan.fmt == "bedrock":
+            # keep-alive copies ask for no output: Anthropic's max_tokens 0 and OpenAI's one token;
+            # whether Bedrock takes either is not documented (no keep-alive there)
             cands = [c for c in cands if not c.pings]
         if current_name in options:
             sec, tier = options[current_name]
@@ -544,14 +601,21 @@ def _compare(before: AuditResult, after: AuditResult, obs: Observer, plans: dict
         if o.template is not None:
             lines_of.setdefault(o.template, []).append(line)
     unmatched = job.rewriter.unmatched if job.rewriter else {}
+    unpinned = job.rewriter.unpinned if job.rewriter else {}
     out = []
     for key, plan in plans.items():
         if not plan.changes:
             continue
+        n = unpinned.get(plan.template.id, 0)
+        for c in plan.changes:
+            if c.kind == "pin-routing" and c.applied and n and "the upstream the log names:" not in c.rationale:
+                c.rationale += (f" {n:,} request{' keeps' if n == 1 else 's keep'} the upstream the log names: "
+                                "the record names it nowhere the proposal can set.")
         b, a = b_of.get(key, []), a_of.get(key, [])
         out.append(Proposal(plan, len(b), unmatched.get(plan.template.id, 0), price(b, before.rules, job.book)[0],
-                            price(a, after.rules, job.book)[0], explain(a), choices.get(key), lines_of.get(key, []),
-                            attainable(a, after.rules), remaining_findings(after.findings, {o.index for o in a})))
+                            price(a, after.rules, job.book)[0], explain(job.candidates, a, after.rules),
+                            choices.get(key), lines_of.get(key, []),
+                            remaining_findings(after.findings, {o.index for o in a})))
     out.sort(key=lambda p: p.savings_usd if p.savings_usd is not None else Decimal(0), reverse=True)
     return out
 

@@ -25,7 +25,7 @@ from ..ingest.jsonio import iter_records
 from ..model import Request, Source
 
 #: Formats whose records hold one request body that the proposal can rewrite.
-BODY_FORMATS = ("openai-chat", "openai-responses", "anthropic", "gemini", "litellm", "helicone")
+BODY_FORMATS = ("openai-chat", "openai-responses", "anthropic", "gemini", "litellm", "helicone", "portkey", "bedrock")
 
 
 @dataclass
@@ -104,17 +104,21 @@ class Parsers:
 def items(paths: Sequence[str | Path], read_opts: Any) -> tuple[list[Item], int]:
     """Every readable record of the inputs, in the order the audit reads their requests
     (arrival, then file, then line; a record without a time keeps its place after the record
-    before it in its file), and how many records could not be read."""
+    before it in its file), and how many records could not be read.
+
+    Each record is read in its own format, as the audit reads it (:func:`record_format`): a
+    file that mixes Anthropic and OpenAI bodies gives each record its own reader."""
     out: list[Item] = []
     bad = 0
-    parsers = Parsers()
     for fi, path in enumerate(paths):
-        fmt = read_opts.input_format
+        parsers = Parsers()  # a reader with per-file state starts afresh in every file, as ingest's
+        fmt: str | None = read_opts.input_format
         last = -math.inf
         for line, rec in iter_records(path):
             if isinstance(rec, BadRecord):
                 continue
-            fmt = fmt or detect(rec)
+            if not read_opts.input_format:
+                fmt = record_format(rec, fmt)
             if fmt is None:
                 continue
             try:
@@ -130,12 +134,61 @@ def items(paths: Sequence[str | Path], read_opts: Any) -> tuple[list[Item], int]
     return out, bad
 
 
+def record_format(rec: Any, previous: str | None) -> str | None:
+    """The format of one record as the audit's reader registry detects it
+    (:mod:`promptcache.ingest.registry`): the previous record's reader first (a file mostly
+    holds one shape), else the reader that claims it, else the previous record's (a record no
+    reader claims is read in its file's shape so far, which says what is wrong with it)."""
+    if previous is not None:
+        try:
+            if PARSERS[previous].claim(rec) is not None:
+                return previous
+        except Exception:  # noqa: BLE001 - a claim never raises; one that does claims nothing
+            pass
+    return detect(rec) or previous
+
+
+def dialect(rec: Any, fmt: str, api: str) -> str:
+    """The body shape a record's edits speak: the reader's ``api``, except that a Bedrock
+    invocation log holds a Converse body (``converse``: blocks without a type, ``cachePoint``
+    checkpoints, ``toolConfig``) unless it is an InvokeModel body in Anthropic's own API
+    (``anthropic_version``), as ``promptcache.ingest.bedrock`` reads them."""
+    if fmt != "bedrock" or api != "anthropic":
+        return api
+    located = body_of(rec)
+    body = located[0] if located is not None else {}
+    if "anthropic_version" in body or str(rec.get("operation") or "").startswith("InvokeModel"):
+        return "anthropic"
+    return "converse"
+
+
+def responses_only(fmt: str) -> bool:
+    """Whether a format's records are responses only (batch outputs, Response objects), which
+    ingest reads from a file of their own before the requests that join them."""
+    r = PARSERS.get(fmt)
+    return bool(r is not None and r.responses_only)
+
+
 def copy_record(rec: Any) -> Any:
     """A deep copy of a JSON record (the readers' memos find parsed objects by identity)."""
     try:
         return orjson.loads(orjson.dumps(rec))
     except TypeError:
         return copy.deepcopy(rec)
+
+
+def _holds_body(v: Any) -> bool:
+    """Whether a stored request (LiteLLM's ``proxy_server_request``, JSON text or an object,
+    the body itself or ``{url, headers, body}``) holds a body the LiteLLM reader reads."""
+    try:
+        v = orjson.loads(v) if isinstance(v, (str, bytes)) else v
+        if isinstance(v, dict) and "messages" not in v and isinstance(v.get("body"), (str, bytes)):
+            v = orjson.loads(v["body"])
+        elif isinstance(v, dict) and "messages" not in v and isinstance(v.get("body"), dict):
+            v = v["body"]
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(v, dict) and any(k in v for k in ("messages", "input", "contents", "prompt"))
 
 
 def body_of(rec: Any) -> tuple[dict[str, Any], Callable[[], None]] | None:
@@ -149,10 +202,15 @@ def body_of(rec: Any) -> tuple[dict[str, Any], Callable[[], None]] | None:
     if "body" in rec and ("custom_id" in rec or "url" in rec or "method" in rec):
         key = "body"
     else:
-        for k in ("request", "request_body", "request_json"):
+        for k in ("request", "request_body", "request_json", "request.body"):
             if k in rec and rec[k] is not None:
                 key = k
                 break
+        inp = rec.get("input")
+        if key is None and isinstance(inp, dict) and inp.get("inputBodyJson") is not None:  # Bedrock invocation logs
+            holder, key = inp, "inputBodyJson"
+        if key is None and _holds_body(rec.get("proxy_server_request")):  # LiteLLM spend logs
+            key = "proxy_server_request"
     if key is None:
         return rec, lambda: None
     raw = holder[key]
@@ -189,10 +247,59 @@ def drop_usage(rec: Any) -> None:
     """Reported usage describes the original prompt: a rewritten record drops it."""
     if not isinstance(rec, dict):
         return
-    for holder in (rec, rec.get("response"), rec.get("response_body")):
+    for holder in (rec, rec.get("response"), rec.get("response_body"), rec.get("response.body")):
         if isinstance(holder, dict):
             for k in ("usage", "usageMetadata"):
                 holder.pop(k, None)
+    inp, out = rec.get("input"), rec.get("output")
+    if isinstance(inp, dict) and "inputBodyJson" in inp:  # Bedrock: the counts beside the bodies
+        for k in ("inputTokenCount", "cacheReadInputTokenCount", "cacheWriteInputTokenCount"):
+            inp.pop(k, None)
+        if isinstance(out, dict):
+            out.pop("outputTokenCount", None)
+
+
+#: Where a record names who served it (``Request.response.upstream``): a gateway record's
+#: response (OpenRouter's ``provider``), LiteLLM's ``custom_llm_provider``, Helicone's
+#: ``provider``, Portkey's ``ai_org`` (the readers in ``promptcache.ingest``).
+UPSTREAM_FIELDS = (("response", "provider"), ("response_body", "provider"), ("response_json", "provider"),
+                   ("response.body", "provider"), (None, "custom_llm_provider"), (None, "ai_org"))
+
+
+def set_upstream(rec: Any, upstream: str) -> bool:
+    """Name ``upstream`` as the one that served a record, where the readers read it (the first
+    of :data:`UPSTREAM_FIELDS` the record holds; a response held as JSON text is re-encoded),
+    so that the proposed log's audit places it in that upstream's cache. Returns whether the
+    record changed; False, too, when it names no upstream at all."""
+    if not isinstance(rec, dict):
+        return False
+    for holder_key, key in UPSTREAM_FIELDS:
+        if holder_key is None:
+            if isinstance(rec.get(key), str):
+                if rec[key] == upstream:
+                    return False
+                rec[key] = upstream
+                return True
+            continue
+        raw = rec.get(holder_key)
+        text = isinstance(raw, (str, bytes))
+        try:
+            holder = orjson.loads(raw) if text else raw
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(holder, dict) and isinstance(holder.get(key), str):
+            if holder[key] == upstream:
+                return False
+            holder[key] = upstream
+            if text:
+                rec[holder_key] = orjson.dumps(holder).decode()
+            return True
+    if rec.get("provider") and isinstance(rec.get("provider"), str) and "request_body" in rec:  # Helicone
+        if rec["provider"] == upstream:
+            return False
+        rec["provider"] = upstream
+        return True
+    return False
 
 
 def _iso(t: float, like: str) -> str:

@@ -17,8 +17,10 @@ from typing import Any
 from ..model import Request
 from ..pipeline import Step
 from ..simulate.rules import CacheRules
-from .conversations import Conversations, Windows, conversation, messages
+from .conversations import Conversations, Insertions, Windows, conversation, messages
 from .edits import sort_keys_deep
+from .history import Histories, Tip, message_hash
+from .identity import identity
 from .templates import TemplateIndex
 
 #: Distinct JSON parts whose canonical form is remembered per template (key-order drift).
@@ -80,11 +82,17 @@ class TemplateStats:
         json_drift: conversation parts re-sent as the same JSON in another key order.
         shifted: requests whose conversation dropped messages from the front.
         window: conversation sizes (messages) of the shifted requests.
+        rewritten: requests whose history does not extend their predecessor's (front dropped,
+            summarised or cleared in place; :class:`~.history.Histories`).
         marker_ttls: TTLs (seconds) of the explicit breakpoints seen.
         identified: requests that name a session or conversation (``session``, ``affinity``).
+        routed: requests whose cache namespace carries the upstream that served them (a router's
+            upstream caches are simulated apart: ``rules/providers/openrouter.yaml``).
         upstreams: who served the requests, where the log names it.
         spread: requests served by another upstream than their conversation's previous request.
         arrivals: requests with an arrival time.
+        inserted: requests with a message inserted before the stable history
+            (:class:`~.conversations.Insertions`), and ``inserted_example`` the first one's text.
         heads: ``(parts, chained hash)`` of the leading conversation parts → the conversations
             that open with them (at most :data:`HEAD_CONVERSATIONS` kept): a head most
             conversations share, such as project notes before the question, is stable content.
@@ -102,12 +110,16 @@ class TemplateStats:
     continues: int = 0
     json_drift: int = 0
     shifted: int = 0
+    rewritten: int = 0
     window: Counter = field(default_factory=Counter)
     marker_ttls: Counter = field(default_factory=Counter)
     identified: int = 0
+    routed: int = 0
     upstreams: Counter = field(default_factory=Counter)
     spread: int = 0
     arrivals: int = 0
+    inserted: int = 0
+    inserted_example: str = ""
     heads: dict[tuple[int, int], set[int]] = field(default_factory=dict)
     conversations: int = 0
 
@@ -122,21 +134,13 @@ class TemplateStats:
         return best
 
 
-def identity(req: Request) -> str | None:
-    """The session or conversation the log names for a request, or ``None``: the request's
-    ``session`` (session, conversation, thread or user id fields), else a session-affinity
-    identifier (``session_id``, ``x-session-affinity``, ``conversation_id`` ...; not ``user`` or
-    ``safety_identifier``, which name a person, not a conversation)."""
-    if req.session:
-        return f"session:{req.session}"
-    for k in sorted(req.affinity):
-        if k.lower() not in ("user", "safety_identifier") and req.affinity[k]:
-            return f"{k}:{req.affinity[k]}"
-    return None
-
-
 class Observer:
     """Pass-1 observer: templates, and per template the facts in :class:`TemplateStats`."""
+
+    def coarse(self) -> frozenset[str]:
+        """Session identities the log shows naming more than one conversation (a person's,
+        a device's or an account's)."""
+        return frozenset(k for k, v in self.ident_convs.items() if len(v) > 1)
 
     def __init__(self) -> None:
         self.index = TemplateIndex()
@@ -146,8 +150,13 @@ class Observer:
         self.stats: dict[tuple[str, ...], TemplateStats] = {}
         self.conversations = Conversations()
         self.windows = Windows()
+        self.insertions = Insertions()
+        self.histories = Histories()
         self._json: dict[tuple[str, ...], dict[str, str]] = {}
         self._last_upstream: dict[int, str] = {}
+        #: session identity → conversations it names (two kept: one that names more is a
+        #: person's or a device's, :func:`~.identity.conversation_identity`)
+        self.ident_convs: dict[str, set[int]] = {}
 
     def __call__(self, step: Step) -> None:
         r = step.request
@@ -185,7 +194,19 @@ class Observer:
         link = self.conversations.link(r, key)
         st.continues += link.continues
         st.conversations += not link.continues
-        win = self.windows.observe(r, key)
+        pos, ins_msgs, _ = self.insertions.find(r, key)
+        if pos is not None:
+            st.inserted += 1
+            if not st.inserted_example:
+                st.inserted_example = " ".join(p.text for p in ins_msgs[pos][1])[:200]
+        core = ins_msgs if pos is None else ins_msgs[:pos] + ins_msgs[pos + 1:]
+        win = self.windows.observe(r, key, core)
+        hashes = [message_hash(ps) for _, ps in core]
+        found = self.histories.find(hashes, key)
+        if found is not None and not found.extends:
+            st.rewritten += 1
+        tip = Tip(None, hashes)
+        self.histories.remember(hashes, key, tip, found)
         if win.dropped:
             st.shifted += 1
             st.window[win.size] += 1
@@ -206,8 +227,19 @@ class Observer:
                 convs = st.heads.setdefault((n, h), set())
                 if len(convs) < HEAD_CONVERSATIONS:
                     convs.add(link.conversation)
-        if identity(r):
+        ident = identity(r)
+        if ident:
             st.identified += 1
+            convs = self.ident_convs.get(ident)
+            if convs is None:
+                if len(self.ident_convs) >= UPSTREAMS:
+                    for k in list(self.ident_convs)[: UPSTREAMS // 2]:
+                        del self.ident_convs[k]
+                convs = self.ident_convs[ident] = set()
+            if len(convs) < 2:
+                convs.add(tip.conv)
+        if "/upstream=" in step.outcome.namespace:
+            st.routed += 1
         up = r.response.upstream if r.response is not None else None
         if up:
             st.upstreams[up] += 1

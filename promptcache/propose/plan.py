@@ -9,8 +9,17 @@ Changes (``Change.kind``):
   that hold it; only the span moves (:mod:`.spans`);
 - ``sort-tools``, ``canonical-json`` (tool schemas), ``canonical-json-history`` (tool calls and
   results in the conversation), ``sort-items`` (memories, retrieved items), ``sort-documents``;
+- ``tool-set-union``: one tool set for every request of the template where requests send
+  different sets (a plan mode that swaps a tool);
+- ``trim-whitespace``: a template part sent with and without whitespace at a slot gets one form;
+- ``replay-verbatim``: the model's own answers (tool call arguments, text) are sent back as the
+  log's responses returned them (an engine keeps the KV of what it generated);
 - ``summary-after-stable``: a compaction summary in the template goes after its stable parts;
-- ``history-batches``: a sliding history window is cut back in batches (:mod:`.history`);
+- ``move-inserted``: a message some requests insert before the stable history (lessons, a
+  reminder, a status line) goes at the end of the newest user turn instead;
+- ``history-batches``: a history rewritten every turn (a sliding window, a summary replacing the
+  oldest exchanges, old tool results cleared one at a time) is kept append-only and cut back to
+  what the client sent in batches, past a trigger (:mod:`.history`);
 - ``add-breakpoints``, ``breakpoint-window``, ``mark-tool-results``: breakpoints where the
   provider caches only at breakpoints (:mod:`.breakpoints`);
 - ``cache-key``: a stable ``prompt_cache_key`` per conversation (:mod:`.identity`);
@@ -84,7 +93,9 @@ class Plan:
     Attributes:
         template: the template.
         stats: what the first pass saw of it.
-        api: the request shape of its requests (``anthropic``, ``chat``, ``responses`` ...).
+        api: the request shape of its requests (``anthropic``, ``chat``, ``responses``,
+            ``gemini``, ``converse``: a Bedrock Converse body).
+        fmt: the log format of its records (``openai-chat``, ``bedrock`` ...), or ``""``.
         changes: the changes, in the order they are reported.
         moves: part path → slot indices whose spans move to the newest turn.
         tool_moves: tool part path → slot indices (spans inside a tool's description).
@@ -93,13 +104,23 @@ class Plan:
         summaries: template part paths holding a compaction summary (they go last).
         sort_tools, canonical: one tool order; sorted keys in tool schemas.
         canonical_history: sorted keys in the conversation's tool calls and results.
-        history_batch: messages a history window is cut back by, or 0.
+        tool_union: ``(name, tool object)`` of every tool the template's requests send, in the
+            order of first appearance (filled from the records before rewriting:
+            ``[("", None)]`` until then, and where no record holds a tool list); empty: no
+            ``tool-set-union``.
+        trims: part path → indices of slots whose values differ only in surrounding whitespace.
+        replay: send the logged responses back byte for byte.
+        history: keep the history append-only between cuts (:mod:`.history`).
         breakpoints: ``add`` or ``window`` when the plan places breakpoints, else ``None``.
         limits: the provider's breakpoint limits.
         conversational: whether requests continue one another (a marker on the newest block).
         stable: template part path → whether its text is one text across the template's
             requests once the plan applies (the anchor goes after the stable ones).
         cache_key: derive a key per conversation.
+        key_cause: what the log's keys look like (:data:`KEY_CAUSES`), or ``""``.
+        reported: ``"key"``/``"routing"`` → (tokens, requests) the diagnosis finds the reported
+            usage losing to cache keys or to routing, on the template's requests.
+        coarse: session identities that name several conversations (:meth:`~.observe.Observer.coarse`).
         pin: the upstream to pin, or ``None``.
         lifetime: the lifetime policy's ``setting`` (:class:`~.lifetime.Policy`), or ``None``.
         marker_ttl: the TTL the log's breakpoints use (``"1h"``) where breakpoints are placed
@@ -111,6 +132,7 @@ class Plan:
     template: Template
     stats: TemplateStats
     api: str = ""
+    fmt: str = ""
     changes: list[Change] = field(default_factory=list)
     moves: dict[str, list[int]] = field(default_factory=dict)
     tool_moves: dict[str, list[int]] = field(default_factory=dict)
@@ -120,12 +142,18 @@ class Plan:
     sort_tools: bool = False
     canonical: bool = False
     canonical_history: bool = False
-    history_batch: int = 0
+    tool_union: list[tuple[str, Any]] = field(default_factory=list)
+    trims: dict[str, list[int]] = field(default_factory=dict)
+    replay: bool = False
+    history: bool = False
     breakpoints: str | None = None
     limits: Limits | None = None
     conversational: bool = False
     stable: dict[str, bool] = field(default_factory=dict)
     cache_key: bool = False
+    key_cause: str = ""
+    reported: dict[str, tuple[int, int]] = field(default_factory=dict)
+    coarse: frozenset[str] = frozenset()
     pin: str | None = None
     lifetime: dict[str, Any] | None = None
     marker_ttl: str | None = None
@@ -165,13 +193,16 @@ def build(before: AuditResult, obs: Observer, templates: dict[tuple[str, ...], T
         templates: the inferred templates, by key.
         apis: each template's request shape.
     """
-    plans = {key: Plan(t, obs.stats.get(key) or TemplateStats(), apis.get(key, "")) for key, t in templates.items()}
+    coarse = obs.coarse()
+    plans = {key: Plan(t, obs.stats.get(key) or TemplateStats(), apis.get(key, ""), coarse=coarse)
+             for key, t in templates.items()}
     loss = _breakpoint_loss(before, obs)
     for key, plan in plans.items():
         _content(plan, obs, key)
     _from_findings(before, obs, plans)
     for key, plan in plans.items():
         plan.head = plan.stats.stable_head()
+        _inserted(plan)
         _history(plan)
         _breakpoints(plan, loss.get(key, (0, 0)))
         _routing(plan)
@@ -185,7 +216,14 @@ def _content(plan: Plan, obs: Observer, key: tuple[str, ...]) -> None:
     for part in t.parts:
         if part.kind == "param":
             continue
-        moving = [s for s in part.slots if s.distinct > 1 and not s.reordered
+        spaces = [s for s in part.slots if s.distinct > 1 and not s.reordered and _whitespace_only(s)]
+        if spaces and part.kind == "system":
+            plan.trims[part.path] = [s.index for s in spaces]
+            plan.changes.append(Change(
+                "trim-whitespace", part.path, "the same text sent with and without whitespace around "
+                f"{len(spaces)} place(s)", "one form, without it", "The model reads the same words; the part is "
+                "byte-identical across requests and is read from the cache."))
+        moving = [s for s in part.slots if s.distinct > 1 and not s.reordered and s not in spaces
                   and (s.volatile or (s.change_rate > CHANGE_RATE and part.kind != "tool"))]
         items = [s for s in part.slots if s.reordered]
         plan.stable[part.path] = True
@@ -193,7 +231,7 @@ def _content(plan: Plan, obs: Observer, key: tuple[str, ...]) -> None:
             s.distinct > 1 and not s.volatile and (SUMMARY.search(part.statics[s.index][-80:])
                                                    or any(SUMMARY.search(e[:200]) for e in s.examples))
             for s in part.slots)
-        if summary and part.path != region_paths[-1] and plan.api in ("anthropic", "chat"):
+        if summary and part.path != region_paths[-1] and plan.api in ("anthropic", "chat", "converse"):
             plan.summaries.append(part.path)
             plan.stable[part.path] = False
             plan.changes.append(Change(
@@ -212,7 +250,7 @@ def _content(plan: Plan, obs: Observer, key: tuple[str, ...]) -> None:
                 "one fixed order (sorted by text) instead of by search score; state their relevance next to each "
                 "item if the order carried meaning."))
         if not moving:
-            if any(s.distinct > 1 and not s.reordered for s in part.slots):
+            if any(s.distinct > 1 and not s.reordered and s not in spaces for s in part.slots):
                 plan.stable[part.path] = False
             continue
         target = plan.tool_moves if part.kind == "tool" else plan.moves
@@ -235,12 +273,41 @@ def _content(plan: Plan, obs: Observer, key: tuple[str, ...]) -> None:
         plan.changes.append(Change("sort-tools", "tools", f"{len(orders)} different orders of the same tools",
                                    "tools sorted by name", "The model sees the same tools in one fixed order; "
                                    "tool choice does not depend on their order."))
+    named = {frozenset(_tool_name(t) for t in ts) for ts in sets}
+    if len(named) > 1 and plan.api in ("anthropic", "chat", "responses"):
+        union = set().union(*named)
+        common = set.intersection(*map(set, named))
+        if common and len(common) * 2 >= len(union):
+            plan.tool_union = [("", None)]  # filled from the records before rewriting (engine)
+            plan.changes.append(Change(
+                "tool-set-union", "tools", f"{len(named)} tool sets: {len(union) - len(common)} of {len(union)} tools "
+                "are sent by some requests only", f"every request sends all {len(union)} tools, in one order",
+                "The model sees every tool of the template in every request (a mode that removed one now leaves it "
+                "listed: tell the model in the newest message which tools the mode allows); the tools come first in "
+                "the prompt and are read from the cache."))
     if plan.stats.json_drift:
         plan.canonical_history = True
         plan.changes.append(Change(
             "canonical-json-history", "tool calls and results", f"{plan.stats.json_drift:,} re-sent JSON parts in "
             "another key order", "keys sorted, as first sent", "The model reads the same arguments and results; "
             "only the key order is fixed, so re-sent history is byte-identical."))
+
+
+def _tool_name(text: str) -> str:
+    """A tool part's name (its JSON text as the readers give it)."""
+    import json
+
+    from .edits import tool_name
+
+    try:
+        return tool_name(json.loads(text))
+    except ValueError:
+        return text
+
+
+def _whitespace_only(s: Any) -> bool:
+    """Whether a slot's values (its examples) differ only in surrounding whitespace."""
+    return len(s.examples) > 1 and len(set(s.examples)) > 1 and len({e.strip() for e in s.examples}) == 1
 
 
 def _from_findings(before: AuditResult, obs: Observer, plans: dict[tuple[str, ...], Plan]) -> None:
@@ -275,28 +342,65 @@ def _from_findings(before: AuditResult, obs: Observer, plans: dict[tuple[str, ..
                         "the same documents in a stable order (by content)",
                         "The model reads the same documents in a fixed order instead of by relevance score; if "
                         "the order carries meaning, state the relevance next to each document."))
-        elif rid == "cache-key-unique":
+        elif rid in KEY_CAUSES:
             for k in targets or ([key] if key else []):
                 plans[k].cache_key = True
-        elif rid == "history-truncated" and plan and not plan.stats.shifted:
+                plans[k].key_cause = plans[k].key_cause or KEY_CAUSES[rid]
+                if f.tokens_lost:
+                    t, n = plans[k].reported.get("key", (0, 0))
+                    plans[k].reported["key"] = (t + f.tokens_lost, n + f.requests)
+        elif rid == "routed-elsewhere" and plan and f.tokens_lost:
+            t, n = plan.reported.get("routing", (0, 0))
+            plan.reported["routing"] = (t + f.tokens_lost, n + f.requests)
+        elif rid == "replay-drift" and plan and plan.api == "chat" and not plan.replay:
+            plan.replay = True
+            plan.changes.append(Change(
+                "replay-verbatim", f.segment or "messages", "the model's answers re-serialized when sent back",
+                "sent back as the responses returned them, byte for byte", "The model reads its own answers exactly "
+                "as it wrote them; an engine that keeps the KV of generated tokens reads them from its cache. Not "
+                "simulated: the simulator caches prompt tokens only, so the saving (the diagnosis's replay-drift "
+                "tokens) does not show in the simulated figures."))
+        elif rid == "history-truncated" and plan and not plan.stats.shifted and not plan.stats.inserted:
             plan.changes.append(Change(
                 "append-only-history", f.segment or "messages", "history truncated from the front",
                 "history appended, compacted rarely", "The model keeps seeing the whole conversation until a "
                 "rare, large compaction; not simulated (the dropped turns are not in the log).", applied=False))
 
 
-def _history(plan: Plan) -> None:
+def _inserted(plan: Plan) -> None:
     st = plan.stats
-    if st.shifted < 2 or not st.window:
+    if not st.inserted or plan.api not in ("anthropic", "chat", "responses", "gemini", "converse"):
         return
-    size = max(st.window, key=lambda n: st.window[n])
-    batch = max(2, size // 2)
-    plan.history_batch = batch
     plan.changes.append(Change(
-        "history-batches", "messages", f"a {size}-message window that drops its oldest message every turn "
-        f"({st.shifted:,} requests)", f"the window's start kept fixed; {batch} messages dropped at once when it "
-        f"reaches {size}", f"The model sees the newest {size - batch} to {size} messages of the conversation instead "
-        f"of always {size}; between cuts the history only grows, so each turn reads the previous one from the cache."))
+        "move-inserted", "messages", f"{st.inserted:,} requests insert a message before the conversation's stable "
+        f"history (\"{_short(st.inserted_example, 60)}\")", "the same message at the end of the newest user turn, "
+        "kept with that turn in later requests",
+        "The model reads the inserted text after the conversation instead of before it, and later turns still see "
+        "it with the turn it came with; the history before it stays identical across requests and is read from the "
+        "cache."))
+
+
+def _history(plan: Plan) -> None:
+    from .history import GROWTH
+
+    st = plan.stats
+    if st.rewritten < 2:
+        return
+    plan.history = True
+    plan.changes[:] = [c for c in plan.changes if c.kind != "append-only-history"]  # this is it, simulated
+    how = []
+    if st.shifted:
+        size = max(st.window, key=lambda n: st.window[n])
+        how.append(f"a {size}-message window that drops its oldest messages ({st.shifted:,} requests)")
+    if st.rewritten > st.shifted:
+        how.append(f"history summarised or cleared in place ({st.rewritten - st.shifted:,} requests)")
+    plan.changes.append(Change(
+        "history-batches", "messages", "the history rewritten on every turn: " + "; ".join(how),
+        f"append-only between cuts: each request re-sends its predecessor's history and adds its own messages, up "
+        f"to {GROWTH:g} times what the log sent; then the log's own history for that request (a cut)",
+        f"The model sees up to {GROWTH:g} times as much of the conversation between cuts as the log sent (older "
+        "messages in full where they were dropped, summarised or cleared), its own messages all from the log; "
+        "between cuts the history only grows, so each turn reads the previous one from the cache."))
 
 
 def _breakpoint_loss(before: AuditResult, obs: Observer) -> dict[tuple[str, ...], tuple[int, int]]:
@@ -317,7 +421,7 @@ def _breakpoints(plan: Plan, loss: tuple[int, int]) -> None:
     """Breakpoints for providers that cache only at breakpoints (the rules' ``mode``)."""
     st = plan.stats
     r = st.rules
-    if r is None or r.mode != "breakpoints" or plan.api != "anthropic" or not st.requests:
+    if r is None or r.mode != "breakpoints" or plan.api not in ("anthropic", "converse") or not st.requests:
         return
     plan.limits = Limits(int(r.max_breakpoints or 4), int(r.lookback or 20))
     plan.conversational = st.continues >= max(1, CONVERSATIONAL * st.requests)
@@ -327,10 +431,11 @@ def _breakpoints(plan: Plan, loss: tuple[int, int]) -> None:
         ", then the newest stable block and one marker every "
         f"{plan.limits.lookback} blocks back" if plan.conversational else "") +
         f", at most {plan.limits.max_breakpoints}")
+    field_name = "cachePoint" if plan.api == "converse" else "cache_control"
     if not st.marked and not st.automatic:
         plan.breakpoints = "add"
         plan.changes.append(Change(
-            "add-breakpoints", "cache_control", "no breakpoint: nothing is cached", window,
+            "add-breakpoints", field_name, "no breakpoint: nothing is cached", window,
             f"Nothing changes for the model. {r.provider} caches only at breakpoints, and these requests set "
             "none; the anchor caches tools and system prompt for every request"
             + (", the newest block caches each turn for the next one." if plan.conversational else ".")))
@@ -341,26 +446,32 @@ def _breakpoints(plan: Plan, loss: tuple[int, int]) -> None:
     if st.unmarked_tool_tail and st.unmarked_tool_tail >= CONVERSATIONAL * st.requests:
         plan.breakpoints = "window"
         plan.changes.append(Change(
-            "mark-tool-results", "cache_control", f"{st.unmarked_tool_tail:,} requests end with a turn of tool "
+            "mark-tool-results", field_name, f"{st.unmarked_tool_tail:,} requests end with a turn of tool "
             "results that carries no breakpoint", window + " (a turn of tool results is marked like any other)",
             "Nothing changes for the model; each tool round reads the previous one from the cache."))
     elif plan.conversational and st.unmarked_tail >= CONVERSATIONAL * st.requests:
         plan.breakpoints = "window"
         plan.changes.append(Change(
-            "breakpoint-window", "cache_control", f"{st.unmarked_tail:,} requests of a conversation carry no "
+            "breakpoint-window", field_name, f"{st.unmarked_tail:,} requests of a conversation carry no "
             "breakpoint on their newest turn, so the next turn reads none of the history", window,
             "Nothing changes for the model; each turn reads the previous one from the cache."))
     elif shared and lost >= BREAKPOINT_LOSS * shared:
         plan.breakpoints = "window"
         plan.changes.append(Change(
-            "breakpoint-window", "cache_control", f"breakpoints that miss {lost:,} of {shared:,} shared tokens "
+            "breakpoint-window", field_name, f"breakpoints that miss {lost:,} of {shared:,} shared tokens "
             "(after the last breakpoint, beyond the lookback)", window,
             "Nothing changes for the model; the breakpoints move with the conversation, within the provider's "
             "limit, so every turn reads the one before it."))
+    elif plan.history and plan.conversational:
+        plan.breakpoints = "window"
+        plan.changes.append(Change(
+            "breakpoint-window", field_name, "breakpoints as logged, on a history the plan keeps append-only",
+            window, "Nothing changes for the model; the breakpoints follow the append-only history, so each turn "
+            "reads the one before it."))
     elif moved and st.automatic and not st.marked:
         plan.breakpoints = "window"
         plan.changes.append(Change(
-            "breakpoint-window", "cache_control", "automatic caching (the breakpoint on the last block, which now "
+            "breakpoint-window", field_name, "automatic caching (the breakpoint on the last block, which now "
             "ends with the moved text)", window, "Nothing changes for the model; the breakpoint stays on stable "
             "content."))
     elif moved or head:
@@ -368,9 +479,17 @@ def _breakpoints(plan: Plan, loss: tuple[int, int]) -> None:
         what = "the blocks the moved spans leave stable" if moved else f"the {head[0]} leading conversation " \
             "block(s) most requests share"
         plan.changes.append(Change(
-            "breakpoint-window", "cache_control", "breakpoints as logged, before " + what,
+            "breakpoint-window", field_name, "breakpoints as logged, before " + what,
             window.replace("template's last stable block", "last stable block, " + what),
             "Nothing changes for the model; the anchor ends after all the content the template's requests share."))
+
+
+#: Diagnosis rules whose fix is a stable ``prompt_cache_key`` per conversation, and what the
+#: log's keys look like under each.
+KEY_CAUSES = {"cache-key-unique": "a key per request", "routing-key-missing": "no key: unkeyed requests are spread "
+              "over the provider's cache machines", "cache-key-shared": "one key for many conversations",
+              "cache-key-overflow": "one key for many conversations",
+              "affinity-changed": "a routing identifier that changes between turns"}
 
 
 def _routing(plan: Plan) -> None:
@@ -378,19 +497,37 @@ def _routing(plan: Plan) -> None:
     pf = load_providers().get(st.provider)
     keyed = pf is not None and "cache_key" in pf.namespace and plan.api in ("chat", "responses")
     if plan.cache_key and keyed:
+        tokens, requests = plan.reported.get("key", (0, 0))
+        seen = f" The diagnosis finds {tokens:,} tokens lost to the keys in {requests:,} requests." if tokens else ""
+        if plan.key_cause != KEY_CAUSES["cache-key-unique"]:
+            seen += (" The simulation keeps one cache per key and none per machine, so what routing loses shows in "
+                     "the log's reported usage, not in the simulated figures.")
         plan.changes.append(Change(
-            "cache-key", "prompt_cache_key", "a key per request", "one key per conversation: pc- and a fingerprint "
-            "of " + ("the session the log names" if st.identified else "the conversation's first message"),
+            "cache-key", "prompt_cache_key", plan.key_cause or "a key per request", "one key per conversation: pc- "
+            "and a fingerprint of " + ("the session the log names (with the first message where one id names "
+                                       "several conversations)" if st.identified else "the conversation's first message"),
             "Nothing changes for the model; every turn of a conversation is routed to the cache machine that "
-            "holds its prefix."))
+            "holds its prefix." + seen))
     else:
         plan.cache_key = False
     up = pinned_upstream(st.upstreams)
     if up is not None and st.spread and plan.api in ("chat", "responses"):
-        plan.pin = up
-        plan.changes.append(Change(
-            "pin-routing", "provider", f"{len(st.upstreams)} upstreams; {st.spread:,} requests served by another "
-            "than their conversation's previous one", f'provider.order ["{up}"], allow_fallbacks false',
-            "Nothing changes for the model (the same model, served by one upstream); each upstream keeps its own "
-            "cache. Not simulated: the simulation does not model per-upstream caches, so the saving is the "
-            f"requests that moved ({st.spread:,}) re-reading their prefix, an estimate.", applied=True))
+        tokens, requests = plan.reported.get("routing", (0, 0))
+        seen = (f" The log's reported usage shows {tokens:,} tokens lost to the moves in {requests:,} requests "
+                "(the diagnosis's routed-elsewhere).") if tokens else ""
+        where = f"{len(st.upstreams)} upstreams; {st.spread:,} requests served by another than their conversation's " \
+                "previous one"
+        if st.routed:
+            plan.pin = up
+            plan.changes.append(Change(
+                "pin-routing", "provider", where, f'provider.order ["{up}"], allow_fallbacks false; the proposed '
+                f"log's responses name {up}", "Nothing changes for the model (the same model, served by one upstream). "
+                "Simulated: the router keeps one cache per upstream (rules/providers/openrouter.yaml), and the "
+                f"proposed requests are served by {up}, so each turn reads the previous one there." + seen))
+        else:
+            plan.changes.append(Change(
+                "pin-routing", "provider", where, f"one upstream ({up}) for every request, in the router's or "
+                "gateway's own settings (OpenRouter: provider.order, allow_fallbacks false)",
+                "Nothing changes for the model. Not simulated: the log names no router whose upstreams the rules "
+                f"keep apart, so the rules applied ({st.provider}) already simulate one cache for every upstream."
+                + seen, applied=False))

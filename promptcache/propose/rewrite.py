@@ -26,10 +26,11 @@ from ..errors import BadRecord
 from ..model import Request
 from . import edits
 from .breakpoints import place
-from .conversations import Conversations, Link, Windows, conversation, messages
-from .history import Batches
+from .conversations import LIMIT, Conversations, Insertions, Link, conversation, message_chains, messages
+from .history import GROWTH, Histories, Tip, message_hash, size as history_size
+from .logio import copy_record
 from .identity import conversation_identity, derived_key
-from .logio import body_of, drop_usage
+from .logio import body_of, drop_usage, set_upstream
 from .plan import Plan
 from .spans import take
 from .templates import TemplateIndex, line_span, region, sort_lines
@@ -64,18 +65,25 @@ class Rewriter:
         reparse: reads a rewritten record back: ``reparse(record, original request) ->
             Request | None``.
         unmatched: per template id, requests whose text did not match their template.
+        unpinned: per template id, requests whose record names no upstream the proposal could
+            set to the pinned one (they keep their own in the proposed log).
     """
 
     plans: dict[tuple[str, ...], Plan]
     index: TemplateIndex
     reparse: Callable[[Any, Request], Request | None]
     unmatched: dict[str, int] = field(default_factory=dict)
+    unpinned: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.conversations = Conversations()
-        self.windows = Windows()
-        self.batches: dict[tuple[str, ...], Batches] = {}
-        self._windows: dict[tuple[str, ...], Windows] = {}
+        self.histories = Histories()
+        self.insertions = Insertions()
+        #: conversation (chained hash up to a message's end, as logged) → the text a plan
+        #: appended to that message when it was the newest turn: later requests re-send it
+        self.stamps: dict[int, str] = {}
+        #: conversation (chained hash up to its end, as logged) → that request's response
+        self.returned: dict[int, Any] = {}
 
     def key_of(self, req: Request) -> tuple[str, ...]:
         """A request's template key (the first pass's families)."""
@@ -83,8 +91,6 @@ class Rewriter:
 
     def rewrite(self, rec: Any, req: Request) -> Rewritten:
         """Rewrite one record (a copy; ``rec`` is left as it is) for its request's template."""
-        from .logio import copy_record
-
         self._appended = False
         self._region_order = [p.path for p in region(req)]
         key = self.key_of(req)
@@ -99,6 +105,8 @@ class Rewriter:
             return Rewritten(rec, False, req, self.conversations.link(req, key))
         body, put_back = located
         changed = self._edit(plan, body, req, key)
+        if plan.pin and plan.active("pin-routing"):
+            changed |= set_upstream(new, plan.pin)
         final = req
         if changed:
             put_back()
@@ -107,6 +115,10 @@ class Rewriter:
             if got is None:
                 return Rewritten(rec, False, req, self.conversations.link(req, key))
             final = got
+        if plan.pin and plan.active("pin-routing"):
+            up = final.response.upstream if final.response is not None else None
+            if up != plan.pin:  # the record names its upstream nowhere the proposal can set
+                self.unpinned[plan.template.id] = self.unpinned.get(plan.template.id, 0) + 1
         if self._bp_active(plan):
             if self._place_breakpoints(plan, body, final):
                 put_back()
@@ -138,6 +150,20 @@ class Rewriter:
         order = [p.path for p in region(req)]
         moved: list[str] = []
         emptied: list[str] = []
+        carried = plan.active("move-slots") or plan.active("move-inserted")
+        msgs: list[Any] | None = None
+        pos: int | None = None
+        if carried:
+            pos, msgs, chains = self.insertions.find(req, key) if plan.active("move-inserted") else \
+                (None, *(lambda m: (m, message_chains(m, key)))(messages(conversation(req))))
+            if pos is not None and msgs[pos][0] is not None:
+                text = "\n".join(p.text for p in msgs[pos][1] if p.text)
+                if text.strip():
+                    moved.append(text)
+                    emptied.append(f"{edits.message_of(msgs[pos][1][0].path)[0]}[{msgs[pos][0]}]")
+                else:
+                    pos = None
+            changed |= self._carry(plan, body, req, msgs, chains, pos)
         if plan.active("move-slots"):
             for path, slots in plan.moves.items():
                 got = self._take(plan, body, path, parts_by_path[path], slots)
@@ -148,13 +174,18 @@ class Rewriter:
                     edits.set_text(body, path, rest)
                     moved.extend(texts)
                     changed = True
-                    if not rest.strip() and plan.api == "anthropic":
+                    if not rest.strip() and plan.api in ("anthropic", "converse"):
                         emptied.append(path)
             for path, slots in plan.tool_moves.items():
                 texts = self._take_from_tool(plan, body, path, parts_by_path[path], slots)
                 if texts:
                     moved.extend(texts)
                     changed = True
+        if plan.active("trim-whitespace"):
+            for path, slots in plan.trims.items():
+                changed |= self._trim(plan, body, path, parts_by_path[path], slots)
+        if plan.active("replay-verbatim"):
+            changed |= self._replay(body, req, key)
         if plan.active("sort-items"):
             for path, slots in plan.sort_items.items():
                 changed |= self._sort_items(plan, body, path, parts_by_path[path], slots)
@@ -178,6 +209,8 @@ class Rewriter:
         if moved:
             self._appended = self._append(plan, body, req, "\n\n".join(moved))
             changed |= self._appended
+            if self._appended and carried:
+                self._remember(req, msgs, chains, "\n\n".join(moved))
         if plan.summaries and plan.active("summary-after-stable") and self._summaries_last(plan, body):
             changed = True
             order = [p for p in order if p not in plan.summaries] + [p for p in order if p in plan.summaries]
@@ -188,22 +221,34 @@ class Rewriter:
                 else:
                     edits.remove(body, path)
                 changed = True
-                order.remove(path)
             except (BadRecord, KeyError, ValueError):
                 continue
+            if path in order:
+                order.remove(path)
         self._region_order = order
-        if plan.active("sort-tools") and isinstance(body.get("tools"), list):
-            new_tools = sorted(body["tools"], key=edits.tool_name)
-            changed |= new_tools != body["tools"]
-            body["tools"] = new_tools
-        if plan.active("canonical-json") and isinstance(body.get("tools"), list):
-            new_tools = [edits.sort_keys_deep(x) for x in body["tools"]]
-            changed |= json.dumps(new_tools) != json.dumps(body["tools"])
-            body["tools"] = new_tools
-        if plan.history_batch and plan.active("history-batches"):
-            changed |= self._cut_history(plan, body, req, key)
+        holder = body.get("toolConfig") if plan.api == "converse" else body
+        tools = holder.get("tools") if isinstance(holder, dict) else None
+        if isinstance(tools, list):
+            marks = [x for x in tools if isinstance(x, dict) and "cachePoint" in x]  # Converse: kept last
+            tools = [x for x in tools if not (isinstance(x, dict) and "cachePoint" in x)]
+            new_tools = tools
+            if plan.active("tool-set-union") and plan.tool_union[0][1] is not None:
+                own = {edits.tool_name(x): x for x in tools}
+                new_tools = [own.get(n) or copy_record(x) for n, x in plan.tool_union]
+            if plan.active("sort-tools"):
+                new_tools = sorted(new_tools, key=edits.tool_name)
+            if plan.active("canonical-json"):
+                new_tools = [edits.sort_keys_deep(x) for x in new_tools]
+            if (new_tools is not tools and [edits.tool_name(x) for x in new_tools] != [edits.tool_name(x) for x in tools]) \
+                    or (plan.active("canonical-json") and json.dumps(new_tools) != json.dumps(tools)):
+                holder["tools"] = new_tools + marks
+                changed = True
+        if plan.history and plan.active("history-batches"):
+            if msgs is None:
+                msgs, pos = messages(conversation(req)), None
+            changed |= self._keep_history(plan, body, key, msgs, pos)
         if plan.cache_key and plan.active("cache-key"):
-            ident = conversation_identity(req)
+            ident = conversation_identity(req, plan.coarse)
             if ident is not None:
                 k = derived_key(t.id, ident[1])
                 if body.get("prompt_cache_key") != k:
@@ -219,6 +264,87 @@ class Rewriter:
             if body.get("prompt_cache_retention") != plan.lifetime["retention"]:
                 body["prompt_cache_retention"] = plan.lifetime["retention"]
                 changed = True
+        return changed
+
+    def _carry(self, plan: Plan, body: dict[str, Any], req: Request, msgs: list[Any], chains: list[int],
+               skip: int | None) -> bool:
+        """Re-send what the plan appended to each earlier turn of the conversation when it was
+        the newest: the history stays append-only (each turn keeps the moved text it was sent
+        with), so the next request reads the previous one from the cache whole."""
+        if not self.stamps:
+            return False
+        newest = self._newest_turn(req)
+        changed = False
+        for k, (m, ps) in enumerate(msgs):
+            text = self.stamps.get(chains[k])
+            if text is None or k == skip or m is None or (newest is not None and m == newest[1]):
+                continue
+            where = edits.message_of(ps[0].path)
+            if where is None:
+                continue
+            try:
+                edits.append_text(body, plan.api, where, text)
+            except BadRecord:
+                continue
+            changed = True
+        return changed
+
+    def _remember(self, req: Request, msgs: list[Any], chains: list[int], text: str) -> None:
+        newest = self._newest_turn(req)
+        if newest is None:
+            return
+        for k, (m, _) in enumerate(msgs):
+            if m == newest[1]:
+                if len(self.stamps) >= LIMIT:
+                    for h in list(self.stamps)[: LIMIT // 2]:
+                        del self.stamps[h]
+                self.stamps[chains[k]] = text
+                return
+
+    def _trim(self, plan: Plan, body: dict[str, Any], path: str, part: Any, slots: list[int]) -> bool:
+        """The part's whitespace-only differences gone: each slot's value without the whitespace
+        around it (the rest of the text as it is)."""
+        try:
+            text = edits.get_text(body, path)
+        except BadRecord:
+            return False
+        m = part.pattern().match(text)
+        if m is None:
+            self.unmatched[plan.template.id] = self.unmatched.get(plan.template.id, 0) + 1
+            return False
+        new = text
+        for i in sorted(slots, key=lambda i: m.start(i + 1), reverse=True):
+            a, b = m.span(i + 1)
+            new = new[:a] + new[a:b].strip() + new[b:]
+        if new == text:
+            return False
+        edits.set_text(body, path, new)
+        return True
+
+    def _replay(self, body: dict[str, Any], req: Request, key: tuple[str, ...]) -> bool:
+        """Each assistant turn the request re-sends right after the conversation of an earlier
+        request, set to that request's logged response (tool call arguments, text), byte for
+        byte; then this request's response is remembered for the next."""
+        msgs = messages(conversation(req))
+        chains = message_chains(msgs, key)
+        changed = False
+        for j in range(len(msgs) - 1):
+            resp = self.returned.get(chains[j])
+            if resp is None:
+                continue
+            at = msgs[j + 1][0]
+            for part in resp.parts:
+                where = edits.message_of(part.path)
+                if where is not None and where[1] == at:
+                    try:
+                        changed |= edits.replay(body, part.path, part.kind, part.text)
+                    except BadRecord:
+                        continue
+        if req.response is not None and req.response.parts and chains:
+            if len(self.returned) >= LIMIT:
+                for h in list(self.returned)[: LIMIT // 2]:
+                    del self.returned[h]
+            self.returned[chains[-1]] = req.response
         return changed
 
     def _take(self, plan: Plan, body: dict[str, Any], path: str, part: Any, slots: list[int]) -> tuple[str, list[str]] | None:
@@ -310,7 +436,8 @@ class Rewriter:
         changed = False
         for path in plan.summaries:
             st = edits.steps(path)
-            if plan.api == "anthropic" and st[:1] == ["system"] and len(st) == 2 and isinstance(body.get("system"), list):
+            if plan.api in ("anthropic", "converse") and st[:1] == ["system"] and len(st) == 2 \
+                    and isinstance(body.get("system"), list):
                 blocks = body["system"]
                 if st[1] < len(blocks) - 1:
                     blocks.append(blocks.pop(st[1]))
@@ -326,26 +453,36 @@ class Rewriter:
                     changed = True
         return changed
 
-    def _cut_history(self, plan: Plan, body: dict[str, Any], req: Request, key: tuple[str, ...]) -> bool:
-        wins = self._windows.setdefault(key, Windows())
-        win = wins.observe(req, key)
-        batches = self.batches.setdefault(key, Batches(plan.history_batch))
-        conv = conversation(req)
-        drop = batches.keep_from(win, conv)
-        if not drop:
+    def _keep_history(self, plan: Plan, body: dict[str, Any], key: tuple[str, ...], msgs: list[Any],
+                      skip: int | None) -> bool:
+        """Send the predecessor's proposed history with this request's new messages after it,
+        while that stays within :data:`~.history.GROWTH` times the history the log sent; else
+        the log's own (a cut). ``msgs``: the request's conversation messages as logged;
+        ``skip``: the position of an inserted message taken out of the body already."""
+        core = msgs if skip is None else msgs[:skip] + msgs[skip + 1:]
+        hashes = [message_hash(ps) for _, ps in core]
+        found = self.histories.find(hashes, key)
+        where = edits.message_of(core[0][1][0].path) if core else None
+        lst = body.get(where[0]) if where is not None else None
+        start = min((m for m, _ in msgs if m is not None), default=None)
+        if not isinstance(lst, list) or start is None or len(lst) - start != len(core):
+            self.histories.remember(hashes, key, Tip(None, hashes), found)
             return False
-        msgs = messages(conv)
-        gone = [m for m, _ in msgs[:drop] if m is not None]
-        if not gone:
+        own = lst[start:]
+        chosen = own
+        added = len(own)
+        if found is not None and found.tip.messages is not None and found.trim <= found.tip.added:
+            kept = found.tip.messages[:len(found.tip.messages) - found.trim]
+            carried = copy_record(kept)
+            if plan.api == "anthropic":
+                edits.strip_breakpoints({"messages": carried})
+            grown = carried + own[found.new:]
+            if history_size(grown) <= GROWTH * history_size(own):
+                chosen, added = grown, len(own) - found.new
+        self.histories.remember(hashes, key, Tip(copy_record(chosen), hashes, added), found)
+        if chosen is own:
             return False
-        list_key = edits.message_of(msgs[0][1][0].path)
-        if list_key is None:
-            return False
-        lst = body.get(list_key[0])
-        if not isinstance(lst, list):
-            return False
-        lo, hi = min(gone), max(gone)
-        del lst[lo:hi + 1]
+        lst[start:] = chosen
         return True
 
     # -- 5: breakpoints ---------------------------------------------------------------------
@@ -359,24 +496,33 @@ class Rewriter:
         parts = list(req.parts)
         n_reg = len(region(req))
         anchor = self._anchor(plan, req)
-        newest = None
-        if plan.conversational and len(parts) > n_reg:
-            appended = self._appended_index(req) if self._appended else None
-            for i in range(len(parts) - 1, n_reg - 1, -1):
-                if i == appended:
-                    continue
-                newest = i
-                break
-        marks = place(len(parts), anchor, newest, limits, lambda i: edits.markable(body, parts[i].path))
+        # the newest block, the text a plan appended included: later requests re-send it as it
+        # is (:meth:`_carry`), so it is stable content for the next turn
+        newest = len(parts) - 1 if plan.conversational and len(parts) > n_reg else None
+        if plan.api == "converse":
+            tools = converse_caches_tools(req.model)
+            marks = place(len(parts), anchor, newest, limits, lambda i: edits.converse_markable(body, parts[i].path, tools))
+        else:
+            marks = place(len(parts), anchor, newest, limits, lambda i: edits.markable(body, parts[i].path))
         before = json.dumps(body, sort_keys=True)
-        edits.strip_breakpoints(body)
         life = plan.lifetime or {}
         default = plan.marker_ttl
-        for i in sorted(marks, reverse=True):
+
+        def ttl_of(i: int) -> str | None:
             level = "anchor_ttl" if anchor is not None and i <= anchor else "window_ttl"
             ttl = life.get(level, default) if plan.active("lifetime") else default
+            return ttl if ttl != "5m" else None
+
+        if plan.api == "converse":
             try:
-                edits.mark(body, parts[i].path, ttl if ttl != "5m" else None)
+                edits.converse_checkpoints(body, [(parts[i].path, ttl_of(i)) for i in sorted(marks)])
+            except BadRecord:
+                return False
+            return json.dumps(body, sort_keys=True) != before
+        edits.strip_breakpoints(body)
+        for i in sorted(marks, reverse=True):
+            try:
+                edits.mark(body, parts[i].path, ttl_of(i))
             except BadRecord:
                 continue
         return json.dumps(body, sort_keys=True) != before
@@ -409,15 +555,6 @@ class Rewriter:
             return plan.stable.get(path, True) or plan.sort_tools or plan.canonical
         return plan.stable.get(path, path not in plan.summaries)
 
-    @staticmethod
-    def _appended_index(req: Request) -> int | None:
-        """Index of the part that holds the moved spans: the last part of the newest turn."""
-        conv = conversation(req)
-        for p in reversed(conv):
-            if p.role in ("user", "tool", "function") or p.kind == "tool_result":
-                return req.parts.index(p)
-        return None
-
     def _set_ttls(self, plan: Plan, body: dict[str, Any]) -> bool:
         """The lifetime's TTLs on the log's own breakpoints: the anchor's on tools and system,
         the conversation's on message blocks."""
@@ -426,6 +563,9 @@ class Rewriter:
         for section, ttl in (("tools", life.get("anchor_ttl")), ("system", life.get("anchor_ttl")),
                              ("messages", life.get("window_ttl"))):
             if ttl is None:
+                continue
+            if plan.api == "converse":
+                changed |= edits.converse_set_ttl(body, section, None if ttl == "5m" else ttl) > 0
                 continue
             v = body.get(section)
             if isinstance(v, (list, dict)):
@@ -436,6 +576,20 @@ class Rewriter:
                     n = edits.set_ttl(holder, ttl)
                 changed |= n > 0
         return changed
+
+
+#: Amazon Nova models cache no tools: "Amazon Nova ... tools not cacheable" (rules/providers/bedrock.yaml
+#: notes; https://docs.aws.amazon.com/bedrock/latest/userguide/prompt-caching.html, checked 2026-12-01).
+#: The rules file has no field for it yet, so the model pattern lives here.
+NO_TOOL_CHECKPOINTS = ("*nova*",)
+
+
+def converse_caches_tools(model: str | None) -> bool:
+    """Whether a Bedrock model takes a checkpoint in ``toolConfig`` (Claude: yes; Nova: no)."""
+    import fnmatch
+
+    m = (model or "").lower()
+    return not any(fnmatch.fnmatchcase(m, p) for p in NO_TOOL_CHECKPOINTS)
 
 
 def c_count(holder: tuple[Any, Any], raw: str) -> int:

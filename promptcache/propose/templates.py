@@ -124,7 +124,7 @@ class PartTemplate:
         """A regex that matches this part's texts, one group per slot (compiled once)."""
         if self._pattern is None:
             body = "(.*?)".join(re.escape(s) for s in self.statics)
-            self._pattern = re.compile(f"^{body}$", re.DOTALL)
+            self._pattern = re.compile(f"^{body}\\Z", re.DOTALL)  # \Z, not $: $ stops before a final newline
         return self._pattern
 
     def skeleton_spans(self) -> tuple[str, list[tuple[int, int]]]:

@@ -156,8 +156,10 @@ def proposals_record(res: Any) -> list[dict[str, Any]]:
     ``before`` and ``after`` (scenario blocks; ``after`` simulates the proposed log, keep-alive
     requests included), ``savings_usd`` and ``savings_usd_per_day``, ``after_ideal_share``
     (simulated cached tokens after the plan over the ideal's after it), ``attainable_tokens``
-    (the ideal's within the provider's minimum and hit granularity), ``gap`` (what remains, by
-    cause), ``lifetime`` (:func:`lifetime_record`, or ``None``) and ``remaining_findings`` (what
+    (the ideal's within the provider's minimum and hit granularity), ``remaining`` (what is left
+    after the plan: the loss accounting of the proposed log on the template's requests, each
+    gap's causes adding up to it; :meth:`~promptcache.propose.remaining.Remaining.to_record`),
+    ``lifetime`` (:func:`lifetime_record`, or ``None``) and ``remaining_findings`` (what
     the diagnosis still finds on the template's proposed requests).
     """
     span = res.before.span_seconds
@@ -176,8 +178,7 @@ def proposals_record(res: Any) -> list[dict[str, Any]]:
             "savings_usd_per_day": money(sav * Decimal(86400) / Decimal(str(span))) if sav is not None and span and span >= 60 else None,
             "after_ideal_share": None if p.ideal_share is None else round(p.ideal_share, 6),
             "attainable_tokens": p.attainable_tokens,
-            "gap": [{"reason": g.reason, "description": g.description, "tokens": g.tokens, "requests": g.requests}
-                    for g in p.gap],
+            "remaining": p.remaining.to_record(),
             "lifetime": lifetime_record(p.lifetime),
             "remaining_findings": [{"rule": f.rule.id, "message": f.message, "requests": f.requests,
                                     "tokens_lost": f.tokens_lost, "cost_usd_lost": money(f.cost_usd_lost)}

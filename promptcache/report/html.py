@@ -460,17 +460,17 @@ def _proposals(rec: dict[str, Any], proposals: Sequence[dict[str, Any]] | None, 
 
 
 def _against_ideal(p: dict[str, Any]) -> str:
-    """Simulated after the plan beside the ideal after it, and what is left, by cause."""
-    sim, ideal = p["after"]["simulated"]["cached_tokens"], p["after"]["ideal"]["cached_tokens"]
-    share = f" ({pct(p['after_ideal_share'])} of it)" if p.get("after_ideal_share") is not None else ""
-    out = (f'<p class="note">After the plan: simulated {sim:,} cached tokens beside the ideal\'s {ideal:,}{esc(share)}'
-           + (f'; {p["attainable_tokens"]:,} within the provider\'s minimum and hit granularity'
-              if p.get("attainable_tokens", ideal) < ideal else "") + ".</p>")
-    gap = [g for g in p.get("gap") or [] if g["tokens"]]
-    if gap:
-        out += ('<ul class="gap">' + "".join(f'<li>{g["tokens"]:,} tokens {esc(g["description"])} '
-                                            f'({g["requests"]:,} request{"" if g["requests"] == 1 else "s"})</li>'
-                                            for g in gap) + "</ul>")
+    """Simulated after the plan beside the ideal after it, and what is left, by cause (the loss
+    accounting of the proposed log on the template's requests)."""
+    from .proposal_lines import gap_lines, headline, held_line
+
+    out = f'<p class="note">{esc(headline(p).capitalize())}.</p>'
+    held = held_line(p)
+    if held:
+        out += f'<p class="note">{esc(held.capitalize())}.</p>'
+    for head, lines in gap_lines(p):
+        out += (f'<p class="note">{esc(head.capitalize())}:</p><ul class="gap">'
+                + "".join(f"<li>{esc(x)}</li>" for x in lines) + "</ul>")
     return out
 
 

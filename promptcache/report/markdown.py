@@ -149,6 +149,19 @@ def render_markdown(rec: dict[str, Any], proposals: Sequence[dict[str, Any]] | N
                 out.append(f"| {md(p['template_id'])} | {p['requests']:,} | {kinds} | {pct(b['hit_ratio'])} → "
                            f"{pct(a['hit_ratio'])} | {usd(b['cost_usd'])} → {usd(a['cost_usd'])} | {usd(p['savings_usd'])} "
                            f"| {vs} | {life} |")
+            from .proposal_lines import gap_lines, held_line
+
+            for p in proposals:
+                held = held_line(p)
+                parts = gap_lines(p)
+                if not (held or parts):
+                    continue
+                out += ["", f"##### {md(p['template_id'])}: what is left after the plan", ""]
+                if held:
+                    out.append(f"- {md(held.capitalize())}")
+                for head, lines in parts:
+                    out.append(f"- {md(head.capitalize())}:")
+                    out += [f"  - {md(x)}" for x in lines]
             if after is not None:
                 b, a = sc["simulated"], after["simulated"]
                 out.append(f"\nAll traffic: hit ratio {pct(b['hit_ratio'])} → {pct(a['hit_ratio'])}, "

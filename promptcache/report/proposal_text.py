@@ -14,6 +14,7 @@ from ..diagnose.redact import redact
 from ..propose.engine import ProposeResult
 from .audit_text import per_day
 from .numbers import duration, pct, usd
+from .proposal_lines import gap_lines, headline, held_line
 
 
 def render_proposals(res: ProposeResult, console: Console, *, show_text: bool = False) -> None:
@@ -25,7 +26,9 @@ def render_proposals(res: ProposeResult, console: Console, *, show_text: bool = 
     else:
         console.print(Text("Proposals (each plan applied to every request of its template and re-simulated together)",
                            style="bold"))
-    for p in res.proposals:
+    from .audit_records import proposals_record
+
+    for p, rec in zip(res.proposals, proposals_record(res)):
         t = p.plan.template
         console.print(Text.assemble((t.id, "bold"), f"  {t.namespace}  {counted(p.requests, 'request')}"
                                     + (f" ({p.unmatched:,} did not match the template and were left as they are)"
@@ -44,11 +47,8 @@ def render_proposals(res: ProposeResult, console: Console, *, show_text: bool = 
         if p.savings_usd is not None:
             line += f": saves {usd(p.savings_usd)}{per_day(p.savings_usd, span)}"
         console.print(line, highlight=False)
-        console.print(_against_ideal(p), markup=False, highlight=False)
-        if p.findings_after:
-            console.print("  the diagnosis of the proposed log still finds: " + "; ".join(
-                f"{f.rule.id} ({f.tokens_lost:,} tokens in {f.requests:,} request{'' if f.requests == 1 else 's'})"
-                for f in p.findings_after[:3]), markup=False, highlight=False)
+        for line in against_ideal(rec):
+            console.print(line, markup=False, highlight=False)
         if p.lifetime is not None:
             console.print(_lifetime_line(p.lifetime), markup=False, highlight=False)
     others = {tid: c for tid, c in res.lifetimes.items()
@@ -67,17 +67,17 @@ def render_proposals(res: ProposeResult, console: Console, *, show_text: bool = 
         console.print(f"Proposed log written to {res.written} (audit or replay it to check).")
 
 
-def _against_ideal(p: Any) -> str:
-    """``after the plan: simulated … beside the ideal …``, and the remaining gap by cause."""
-    sim, ideal = p.after["simulated"].cached_tokens, p.after["ideal"].cached_tokens
-    share = f" ({pct(sim / ideal)} of it)" if ideal else ""
-    out = f"  after the plan: simulated {sim:,} cached tokens beside the ideal's {ideal:,}{share}"
-    if p.attainable_tokens < ideal:
-        out += f"; {p.attainable_tokens:,} within the provider's minimum and hit granularity"
-    gap = [g for g in p.gap if g.tokens]
-    if gap:
-        out += "; left: " + "; ".join(f"{g.tokens:,} tokens {g.description} ({g.requests:,} request"
-                                      f"{'' if g.requests == 1 else 's'})" for g in gap[:3])
+def against_ideal(rec: dict[str, Any]) -> list[str]:
+    """Simulated after the plan beside the ideal after it; the tokens between them, and those
+    still in the prompts, by cause (the proposed log's loss accounting); what the provider's
+    limits hold back."""
+    out = ["  " + headline(rec)]
+    held = held_line(rec)
+    if held:
+        out.append("    " + held)
+    for head, lines in gap_lines(rec):
+        out.append("    " + head + ":")
+        out += ["      " + x for x in lines]
     return out
 
 

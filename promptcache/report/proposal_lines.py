@@ -1,0 +1,65 @@
+"""A proposal's figures against the ideal, in words, from its JSON record
+(:func:`~.audit_records.proposals_record`): the text, Markdown and HTML reports say the same.
+
+- simulated cached tokens after the plan beside the ideal's after it;
+- the tokens between them by cause (the ``rules`` gap of the proposed log's loss accounting on
+  the template's requests: the rows add up to it exactly);
+- what the provider's own limits hold back of the ideal (no prompt change recovers it);
+- causes still in the proposed prompts (``content``) and, on records left as they were, in
+  their reported usage (``reported``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .numbers import pct
+
+#: What each gap of the remaining accounting is, after a plan.
+GAP_LINES = {
+    "rules": "between them",
+    "content": "still in the proposed prompts (the ideal would serve this much more had they been undone)",
+    "reported": "reported uncached by the records left as they were, where the simulation serves them",
+}
+#: What each limit holds back.
+LIMITS = {"minimum": "the model's minimum cacheable length", "granularity": "whole cache blocks",
+          "longest": "the longest cacheable prefix"}
+
+
+def _n(k: int, what: str) -> str:
+    return f"{k:,} {what}{'' if k == 1 else 's'}"
+
+
+def headline(p: dict[str, Any]) -> str:
+    """``after the plan: simulated N cached tokens beside the ideal's M (x% of it)``."""
+    sim, ideal = p["after"]["simulated"]["cached_tokens"], p["after"]["ideal"]["cached_tokens"]
+    share = f" ({pct(p['after_ideal_share'])} of it)" if p.get("after_ideal_share") is not None else ""
+    return f"after the plan: simulated {sim:,} cached tokens beside the ideal's {ideal:,}{share}"
+
+
+def held_line(p: dict[str, Any]) -> str | None:
+    """What the provider's limits hold back of the ideal, or ``None`` when nothing."""
+    rem = p.get("remaining") or {}
+    held = [h for h in rem.get("held_back") or [] if h["tokens"]]
+    if not held:
+        return None
+    return (f"the provider's rules allow {rem['attainable_tokens']:,} of the ideal's: "
+            + "; ".join(f"{h['tokens']:,} held back by {LIMITS.get(h['limit'], h['limit'])} ({_n(h['requests'], 'request')})"
+                        for h in held))
+
+
+def gap_lines(p: dict[str, Any], limit: int = 6) -> list[tuple[str, list[str]]]:
+    """Per non-empty gap: its heading and one line per cause (``tokens  cause: description``)."""
+    rem = p.get("remaining") or {}
+    out = []
+    for gap in ("rules", "content", "reported"):
+        total = (rem.get("gaps") or {}).get(gap, 0)
+        if not total:
+            continue
+        rows = [c for c in rem.get("causes") or [] if c["gap"] == gap]
+        lines = [f"{c['tokens']:,} tokens, {c['cause']} ({_n(c['requests'], 'request')}): {c['description']}"
+                 for c in rows[:limit]]
+        if len(rows) > limit:
+            lines.append(f"… {len(rows) - limit} more in --format json")
+        out.append((f"the {total:,} tokens {GAP_LINES[gap]}, by cause", lines))
+    return out
