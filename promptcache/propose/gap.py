@@ -28,6 +28,7 @@ REASONS = {
     "no_breakpoint": "in requests without any breakpoint",
     "evicted": "evicted by the cache's capacity",
     "namespace": "in another cache namespace (a cache key splits the traffic)",
+    "no_unit": "not yet a whole cache prefix unit (DeepSeek persists a common prefix only once two requests share it)",
     None: "not attributed by the simulation",
 }
 
@@ -72,8 +73,10 @@ def explain(outcomes: Iterable[Outcome]) -> list[GapPart]:
 def attainable(outcomes: Iterable[Outcome], rules: Mapping[str, CacheRules]) -> int:
     """The ideal's cache reads within the provider's own limits, tokens: a shared prefix
     shorter than the model's minimum reads nothing, and a prefix cache reads whole hit blocks
-    (``granularity``) short of the tokens it always recomputes (``max_hit_offset``). What no
-    change to the prompts can recover lies between this and the ideal."""
+    (``granularity``) short of the tokens it always recomputes (``max_hit_offset``), and DeepSeek
+    reads only whole cache prefix units (a shared prefix that is no unit yet, miss reason
+    ``no_unit``, reads what the simulation read). What no change to the prompts can recover lies
+    between this and the ideal."""
     total = 0
     for o in outcomes:
         r = rules.get(o.namespace)
@@ -84,6 +87,8 @@ def attainable(outcomes: Iterable[Outcome], rules: Mapping[str, CacheRules]) -> 
         if r.mode == "prefix":
             g = max(1, r.granularity)
             shared = (min(shared, max(0, o.prompt_tokens - r.max_hit_offset)) // g) * g
+        elif o.miss_reason == "no_unit":  # DeepSeek reads whole units only: the rest is a unit from now on
+            shared = o.cached_tokens
         total += shared if shared >= r.min_tokens else 0
     return total
 

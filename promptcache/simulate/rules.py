@@ -20,7 +20,7 @@ from ..errors import ConfigError
 from ..render import FRAMINGS, SECTIONS, Layout
 
 __all__ = ["RULES_DIR", "MODES", "CacheRules", "ProviderFile", "load_providers", "provider", "parse_provider_file"]
-MODES = ("prefix", "boundaries", "breakpoints", "slots")
+MODES = ("prefix", "boundaries", "breakpoints", "slots", "units")
 
 _FILE_KEYS = {"id", "name", "kind", "source", "checked", "notes", "render", "tokenizer", "namespace",
               "retention", "models", "min_tokens", "ttl_options", "route", "token_ratio", "upstreams",
@@ -43,8 +43,11 @@ class CacheRules:
         kind: ``provider`` or ``engine``.
         mode: ``prefix`` (longest live prefix, floored to ``granularity``), ``breakpoints``
             (entries only at explicit breakpoints, with lookback: Anthropic) or ``boundaries``
-            (entries at message endings: OpenAI GPT-5.6+) or ``slots`` (one cached prompt per
-            slot, reused by longest common prefix: llama.cpp server, Ollama).
+            (entries at message endings: OpenAI GPT-5.6+), ``slots`` (one cached prompt per
+            slot, reused by longest common prefix: llama.cpp server, Ollama) or ``units``
+            (DeepSeek's cache prefix units: a read matches a whole unit persisted at a request's
+            end, its output's end or a common prefix of two requests:
+            :mod:`promptcache.simulate.units`).
         min_tokens: shortest cacheable prefix.
         granularity: hits are whole multiples of this (OpenAI 128; engines' block size).
         full_blocks_only: only whole ``granularity`` blocks are stored (vLLM).
