@@ -52,7 +52,10 @@ def test_openai_ttl_expiry_and_refresh():
 
 def test_openai_retention_and_overrides():
     pf = P["openai"]
-    assert pf.rules_for("gpt-4o", retention="24h").ttl_seconds == 1800
+    # "24h" only on the extended-retention models (gpt-4.1 yes, gpt-4o no: it keeps in_memory's 600 s)
+    assert pf.rules_for("gpt-4.1", retention="24h").ttl_seconds == 1800
+    assert pf.rules_for("gpt-4.1", retention="in_memory").ttl_seconds == 600
+    assert pf.rules_for("gpt-4o", retention="24h").ttl_seconds == 600
     assert pf.rules_for("gpt-5.6").mode == "boundaries"
     assert pf.rules_for("gpt-5.5").granularity == 2048
     assert pf.rules_for("gpt-4o", ttl=0).ttl_seconds is None

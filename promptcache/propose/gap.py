@@ -75,8 +75,10 @@ def attainable(outcomes: Iterable[Outcome], rules: Mapping[str, CacheRules]) -> 
     shorter than the model's minimum reads nothing, and a prefix cache reads whole hit blocks
     (``granularity``) short of the tokens it always recomputes (``max_hit_offset``), and DeepSeek
     reads only whole cache prefix units (a shared prefix that is no unit yet, miss reason
-    ``no_unit``, reads what the simulation read). What no change to the prompts can recover lies
-    between this and the ideal."""
+    ``no_unit``, reads what the simulation read), and an entry that expired where the model offers
+    no longer lifetime (:meth:`CacheRules.longer_lifetimes`: gpt-4o-mini has in_memory only) is
+    lost to the provider's rules. What no change to the prompts can recover lies between this and
+    the ideal."""
     total = 0
     for o in outcomes:
         r = rules.get(o.namespace)
@@ -89,6 +91,8 @@ def attainable(outcomes: Iterable[Outcome], rules: Mapping[str, CacheRules]) -> 
             shared = (min(shared, max(0, o.prompt_tokens - r.max_hit_offset)) // g) * g
         elif o.miss_reason == "no_unit":  # DeepSeek reads whole units only: the rest is a unit from now on
             shared = o.cached_tokens
+        if o.miss_reason == "expired" and not r.longer_lifetimes():  # no longer lifetime to ask for
+            shared = min(shared, o.cached_tokens)
         total += shared if shared >= r.min_tokens else 0
     return total
 
