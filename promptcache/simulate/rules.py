@@ -77,6 +77,8 @@ class CacheRules:
             values, breakpoint TTLs): what advice and the lifetime optimiser may choose from.
         lifetime_request: how a request asks for one, with ``{name}`` for its name
             (``prompt_cache_retention "{name}"``), or empty.
+        ttl_forced: ``ttl_seconds`` comes from ``--ttl`` and applies to every entry, whatever
+            lifetime a request's own breakpoints ask for (``None``: never expire).
         source, checked: where the numbers come from and when they were checked.
     """
 
@@ -103,6 +105,7 @@ class CacheRules:
     engine_pool: bool = True
     lifetimes: tuple[tuple[str, float], ...] = ()
     lifetime_request: str = ""
+    ttl_forced: bool = False
     source: str = ""
     checked: str = ""
 
@@ -234,7 +237,7 @@ class ProviderFile:
         if retention and retention in self.retention and retention in offered:
             r = replace(r, ttl_seconds=self.retention[retention])
         if ttl is not None:
-            r = replace(r, ttl_seconds=float(ttl) if ttl > 0 else None)
+            r = replace(r, ttl_seconds=float(ttl) if ttl > 0 and ttl != float("inf") else None, ttl_forced=True)
         if block_size is not None:
             if block_size < 1:
                 raise ConfigError("--block-size must be at least 1")

@@ -90,7 +90,7 @@ class UnitSim:
         else:
             w = p.width
             key = hashlib.blake2b(anchor + p.units[start * w:end * w], digest_size=16).digest()
-        self.store.write(key, now, float(r.ttl_seconds or 14400))
+        self.store.write(key, now, float("inf") if r.ttl_seconds is None else float(r.ttl_seconds))
         self.cuts.setdefault(anchor, {})[end - start] = key
         return key
 
