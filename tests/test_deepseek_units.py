@@ -150,9 +150,10 @@ def test_detection_stays_inside_the_namespace():
     run = Run()
     report = seq(20_000, 1000)
     reqs = [make(("system", S), ("user", report + seq(30_000 + 1000 * k, 20)), (None, GEN)) for k in range(4)]
-    got = [run(p, float(k), ns="deepseek/deepseek-chat/key=a" if k == 0 else "deepseek/deepseek-chat/key=b")[0]
+    got = [run(p, float(k), ns="deepseek/deepseek-chat/key=a" if k == 0 else "deepseek/deepseek-chat/key=b")
            for k, p in enumerate(reqs)]
-    assert got == [0, 0, 0, 1800]
+    # request 2 shares A only with request 1, in the other namespace; request 3 with request 2
+    assert got == [(0, 0, None), (0, 1800, "namespace"), (0, 1800, "no_unit"), (1800, 1800, None)]
 
 
 def test_fixed_interval_units_are_not_modelled_a_lower_bound():

@@ -334,7 +334,8 @@ class Simulator:
                                                 cached // prompt.unit_tokens)
         shared = prompt.tokens_of(lcp_units)
         if isinstance(sim, UnitSim):  # the common prefix is persisted now; the reason follows from it
-            reason = sim.detect(prompt, ref.index, shared, other.index if other is not None else None, now)
+            reason = sim.detect(prompt, ref.index, shared, other.index if other is not None else None, now,
+                                keyed=namespace != "/".join(str(k) for k in ideal_key))
         elif isinstance(sim, SlotSim):
             reason = None if cached >= shared else ("evicted" if live < shared else "granularity")
         elif reason is None:

@@ -68,6 +68,10 @@ class UnitSim:
         #: request index → its input unit's key (whose liveness lets a later request detect a
         #: common prefix with it)
         self.members: dict[int, bytes] = {}
+        #: every request of this namespace, where it is narrower than the ideal cache's (a cache
+        #: key or a route splits the traffic): a prefix shared with any other request is in
+        #: another namespace's cache
+        self.seen: set[int] = set()
         self._steps = 0
         self._last_input: bytes | None = None
         self._last_hit = 0
@@ -166,7 +170,8 @@ class UnitSim:
             self.sweep(now)
         return hit, 0, 0, None, ()
 
-    def detect(self, p, index: int, shared: int, other: int | None, now: float | None) -> str | None:  # p: Prompt
+    def detect(self, p, index: int, shared: int, other: int | None, now: float | None,
+               keyed: bool = False) -> str | None:  # p: Prompt
         """After the ideal cache's lookup: persist the common prefix of ``p`` with the earlier
         request it diverged from, and say why the read fell short of it.
 
@@ -178,14 +183,18 @@ class UnitSim:
                 the prefix is detected only when that request is one of this namespace's and
                 its own input unit is still live (the system compares with what it holds).
             now: arrival time.
+            keyed: the namespace is narrower than the ideal cache's traffic.
 
         Returns:
-            The miss reason (``expired``, ``below_min``, :data:`NO_UNIT`), or ``None`` when the
-            read covers the shared prefix.
+            The miss reason (``expired``, ``below_min``, ``namespace``: the prefix is shared with a
+            request of another namespace, :data:`NO_UNIT`), or ``None`` when the read covers the
+            shared prefix.
         """
         hit = self._last_hit
         if self._last_input is not None:
             self.members[index] = self._last_input
+        if keyed:
+            self.seen.add(index)
         if shared > hit and other is not None:
             theirs = self.members.get(other)
             if theirs is not None and self.store.live(theirs, now):
@@ -196,6 +205,8 @@ class UnitSim:
             return "expired"
         if shared < self.rules.min_tokens:
             return "below_min"
+        if keyed and other is not None and other not in self.seen:
+            return "namespace"
         return NO_UNIT
 
     def sweep(self, now: float) -> None:
