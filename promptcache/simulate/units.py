@@ -34,14 +34,15 @@ its end: the chained segment key of the last segment boundary before it (``ancho
 the unit bytes from there (``blake2b(anchor + units[start:end])``, the chaining
 :func:`promptcache.prepare.chained_keys` uses, so a unit that ends on a segment boundary has that
 segment's key). ``cuts`` maps each anchor to the offsets of the units after it, so a read checks
-only the offsets some earlier unit ends at, one dict lookup per segment boundary and one pass of
-hashing over each segment that has any: proportional to the prompt.
+only the offsets some earlier unit ends at, one dict lookup per segment boundary, one pass of
+hashing over each segment that has any, and at most one offset per token of the segment (the
+offsets are kept sorted): proportional to the prompt.
 """
 
 from __future__ import annotations
 
 import hashlib
-from bisect import bisect_left
+from bisect import bisect_left, insort
 from typing import Sequence
 
 from .boundaries import EntryStore
@@ -63,8 +64,9 @@ class UnitSim:
     def __init__(self, rules: CacheRules):
         self.rules = rules
         self.store = EntryStore()
-        #: anchor key → {offset after the anchor (tokens): unit key}
-        self.cuts: dict[bytes, dict[int, bytes]] = {}
+        #: anchor key → (the offsets after the anchor that units end at, ascending, in tokens;
+        #: offset → unit key)
+        self.cuts: dict[bytes, tuple[list[int], dict[int, bytes]]] = {}
         #: request index → its input unit's key (whose liveness lets a later request detect a
         #: common prefix with it)
         self.members: dict[int, bytes] = {}
@@ -95,7 +97,13 @@ class UnitSim:
             w = p.width
             key = hashlib.blake2b(anchor + p.units[start * w:end * w], digest_size=16).digest()
         self.store.write(key, now, float("inf") if r.ttl_seconds is None else float(r.ttl_seconds))
-        self.cuts.setdefault(anchor, {})[end - start] = key
+        cut = self.cuts.get(anchor)
+        if cut is None:
+            cut = self.cuts[anchor] = ([], {})
+        off = end - start
+        if off not in cut[1]:
+            insort(cut[0], off)
+        cut[1][off] = key
         return key
 
     def _read(self, p, keys: Sequence[bytes], now: float | None) -> tuple[int, bytes | None, int]:
@@ -109,12 +117,12 @@ class UnitSim:
             if stop <= best:
                 break  # a unit after an earlier boundary ends within that boundary's segment
             start = ends[j - 1] if j else 0
-            offs = cuts.get(keys[j - 1] if j else b"")
-            if not offs:
+            cut = cuts.get(keys[j - 1] if j else b"")
+            if cut is None:
                 continue
             h = None
             pos = start
-            for off in sorted(offs):
+            for off in cut[0]:  # ascending: at most one per token of this segment
                 end = start + off
                 if end > stop:
                     break
@@ -214,6 +222,10 @@ class UnitSim:
         store = self.store
         store.sweep(now)
         live = store.entries
-        self.cuts = {a: kept for a, offs in self.cuts.items()
-                     if (kept := {o: k for o, k in offs.items() if k in live})}
+        cuts = {}
+        for a, (_, offs) in self.cuts.items():
+            kept = {o: k for o, k in offs.items() if k in live}
+            if kept:
+                cuts[a] = (sorted(kept), kept)
+        self.cuts = cuts
         self.members = {i: k for i, k in self.members.items() if k in live}
