@@ -124,12 +124,19 @@ class Calibrator:
     def observe(self, step: Any) -> None:
         """Take one :class:`~promptcache.pipeline.Step` (its prompt, outcome and rules)."""
         o, p = step.outcome, step.prompt
+        servable = None if step.rules.mode == "prefix" else o.cached_tokens
         self.add(o.namespace, o.provider, o.model, step.rules, p.units, p.width, p.unit_tokens, p.n_tokens,
-                 o.arrival, o.usage)
+                 o.arrival, o.usage, servable)
 
     def add(self, namespace: str, provider: str, model: str | None, rules: Any, units: bytes, width: int,
-            unit_tokens: int, n_tokens: int, arrival: float | None, usage: Any) -> None:
-        """One request: its prompt as units, its arrival (seconds) and reported usage."""
+            unit_tokens: int, n_tokens: int, arrival: float | None, usage: Any, servable: int | None = None) -> None:
+        """One request: its prompt as units, its arrival (seconds) and reported usage.
+
+        ``servable``: where the rules cache only at breakpoints, message endings or units (not
+        any prefix), the tokens the documented mechanics could serve this request (its simulated
+        read): a shared prefix past it that missed says nothing of the minimum or the lifetime (a
+        request without a breakpoint reads nothing, whatever its length). ``None``: the shared
+        prefix (prefix caches)."""
         st = self.ns.get(namespace)
         if st is None:
             st = self.ns[namespace] = _Namespace(provider, model, rules, width, unit_tokens)
@@ -140,6 +147,8 @@ class Calibrator:
         # prefixes of each length were last used
         lcp_units = _lcp(tree, units, W)
         shared = min(lcp_units * unit_tokens, n_tokens)
+        if servable is not None:
+            shared = min(shared, servable)
         if usage is not None:
             st.with_usage += 1
             read = int(usage.cache_read_tokens or 0)

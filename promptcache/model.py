@@ -203,8 +203,11 @@ class Request:
         format: the reader that produced it (``openai-chat``, ``anthropic``, ``mooncake`` ...).
         api: the request shape: ``chat`` (OpenAI Chat Completions), ``responses``,
             ``anthropic``, ``gemini``, ``hashed``.
-        provider: provider whose cache rules apply by default (``openai``, ``anthropic``,
-            ``gemini``, ``deepseek``, ...), or ``None`` when unknown.
+        provider: the provider the log names, as logged (lower case: LiteLLM's ``azure``,
+            ``vertex_ai``, OpenTelemetry's ``aws.bedrock``; a rules file id or alias, resolved by
+            :mod:`promptcache.simulate.routing`), else the one the log's format or the model name
+            implies (``openai``, ``anthropic``, ``gemini``, ``deepseek``, ``bedrock``,
+            ``vertex_ai`` ...), or ``None`` when unknown.
         model: model name as logged, or ``None``.
         arrival: arrival time, UTC seconds since the epoch, or ``None`` when the log has none.
         parts: content parts in the log's order (empty for hashed prompts).

@@ -296,9 +296,11 @@ class _Pipeline:
             if req.hashed is not None:
                 raise ConfigError("hashed traces carry no model: choose the cache rules with --cache-model "
                                   f"({', '.join(sorted(self.providers))})")
-            if req.provider and self.router.file_id(req.provider) is None and provider_for_model(req.model) is None:
-                raise ConfigError(f"no cache rules for provider {req.provider!r}; use --cache-model")
-            self.warn(f"model {req.model!r} names no known provider; applying openai rules (use --cache-model)")
+            if req.provider and self.router.file_id(req.provider) is None:
+                self.warn(f"provider {req.provider!r} (model {req.model!r}) has no cache rules file; applying openai "
+                          "rules (use --cache-model)")
+            else:
+                self.warn(f"model {req.model!r} names no known provider; applying openai rules (use --cache-model)")
             return Route(self.providers["openai"])
         if req.model and got.via is None and self.router.by_model(req.model) is None \
                 and provider_for_model(req.model) is None:

@@ -191,3 +191,35 @@ def test_cli_calibrate_json_and_overlay(tmp_path):
     p = subprocess.run([sys.executable, "-m", "promptcache", "audit", str(log), "--write-overlay", str(log)],
                        capture_output=True, text=True)
     assert p.returncode == 2 and log.read_text() == before              # never over an input
+
+
+def test_a_breakpoint_cache_is_judged_by_what_its_rules_serve(tmp_path):
+    """Anthropic: requests with a breakpoint on their 3,100-token system block read it (as
+    reported); title requests share the first ~1,800 of those tokens but carry no breakpoint, so
+    they read nothing, as the documented rules say. Their misses are no evidence of a minimum
+    above 1,024: before, calibration reported "a 1,816-token shared prefix never hit where the
+    rules cache from 1,024"."""
+    import json
+
+    from promptcache.pipeline import AuditOptions, audit
+
+    text = " ".join(f"word{i % 400} clause{i % 37}" for i in range(900))
+    recs = []
+    for k in range(8):
+        marked = k % 2 == 0
+        block = {"type": "text", "text": text if marked else text[:len(text) // 2] + " (title mode)"}
+        if marked:
+            block["cache_control"] = {"type": "ephemeral"}
+        body = {"model": "claude-sonnet-4-5", "max_tokens": 64, "system": [block],
+                "messages": [{"role": "user", "content": f"question {k}"}]}
+        usage = {"input_tokens": 20 if marked else 1600, "output_tokens": 1,
+                 "cache_read_input_tokens": 3100 if marked and k else 0, "cache_creation_input_tokens": 3100 if k == 0 else 0}
+        recs.append({"timestamp": 1_790_000_000 + 20 * k, "request": body,
+                     "response": {"id": f"m{k}", "type": "message", "role": "assistant",
+                                  "content": [{"type": "text", "text": "a"}], "usage": usage}})
+    log = tmp_path / "anthropic.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    res = audit([log], AuditOptions(calibrate=True, diagnose=False))
+    (c,) = res.calibration
+    assert [o.cached_tokens for o in res.outcomes][1::2] == [0, 0, 0, 0]   # the title requests: nothing to serve
+    assert c.min_tokens.value == 3100 and c.min_tokens.low is None and c.disagreements == []

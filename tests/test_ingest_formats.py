@@ -27,6 +27,7 @@ from promptcache.errors import InputError
 from promptcache.ingest import PARSERS, InputStats, ReadOptions, detect, read_requests
 from promptcache.ingest.usage import langfuse_usage, litellm_usage, otel_usage
 from promptcache.model import Breakpoint, Usage
+from promptcache.simulate.routing import router
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
 
@@ -151,7 +152,8 @@ def test_helicone_request_export():
     assert st.no_content == 1 and st.no_content_usage == Usage(700 + 512, 9, 512, 0)  # hc-4: no body
     h5 = by_id["hc-5"]  # a Gemini body through Helicone
     assert shape(h5) == [("user", "contents[0].parts[0]", "user")]
-    assert (h5.api, h5.provider, h5.usage) == ("gemini", "gemini", Usage(8, 3, 0, 0))
+    assert (h5.api, h5.provider, h5.usage) == ("gemini", "google", Usage(8, 3, 0, 0))  # Helicone's GOOGLE, as logged
+    assert router().resolve(h5.provider, h5.model).file.id == "gemini"
 
 
 def test_otel_spans_current_and_legacy():

@@ -256,7 +256,7 @@ def test_fireworks_and_together():
     assert t.step(prompt(500), 3500.0)[0] == 500 and t.step(prompt(500), 3500.0 + 3601)[0] == 0  # ~1 h
 
 
-# ---------------------------------------------------------------- Qwen, Kimi, DeepSeek
+# ---------------------------------------------------------------- Qwen, Kimi
 
 def test_qwen_explicit_and_implicit_modes():
     exp = P["qwen"].rules_for("qwen3-max", explicit=True)
@@ -282,20 +282,7 @@ def test_kimi_5m_and_1h_writes():
     assert P["kimi"].rules_for("kimi-k2.6").bills_writes is False
 
 
-def test_deepseek_prefix_units():
-    """V4: "A subsequent request can only hit the cache if it fully matches a cache prefix unit",
-    units at the end of each request's user input (and of its output): after S+U1, the next turn
-    S+U1+A1+U2 hits S+U1; a request S+X that leaves inside U1 hits nothing (the 2024 rule would
-    have served the shared tokens in 64-token units)."""
-    r = P["deepseek"].rules_for("deepseek-flash")
-    assert r.mode == "boundaries" and "assistant" in r.endings
-    sim = BoundarySim(r)
-    roles = ["system", "user", "assistant", "user"]
-    assert sim.step(bp_prompt([(800, None), (300, None)], roles[:2]), 0.0)[0] == 0
-    assert sim.step(bp_prompt([(800, None), (300, None), (200, None), (50, None)], roles), 10.0)[0] == 1100
-    p = bp_prompt([(800, None), (290, None)], roles[:2])
-    p.seg_keys = [p.seg_keys[0], b"other-user-text-key"]
-    assert sim.step(p, 20.0)[0] == 0
+# DeepSeek's cache prefix units: tests/test_deepseek_units.py
 
 
 # ---------------------------------------------------------------- the audit's messages

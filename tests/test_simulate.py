@@ -52,7 +52,10 @@ def test_openai_ttl_expiry_and_refresh():
 
 def test_openai_retention_and_overrides():
     pf = P["openai"]
-    assert pf.rules_for("gpt-4o", retention="24h").ttl_seconds == 1800
+    # "24h" only on the extended-retention models (gpt-4.1 yes, gpt-4o no: it keeps in_memory's 600 s)
+    assert pf.rules_for("gpt-4.1", retention="24h").ttl_seconds == 1800
+    assert pf.rules_for("gpt-4.1", retention="in_memory").ttl_seconds == 600
+    assert pf.rules_for("gpt-4o", retention="24h").ttl_seconds == 600
     assert pf.rules_for("gpt-5.6").mode == "boundaries"
     assert pf.rules_for("gpt-5.5").granularity == 2048
     assert pf.rules_for("gpt-4o", ttl=0).ttl_seconds is None
@@ -193,3 +196,32 @@ def test_openai_gpt56_implicit_breakpoint_at_last_user_message():
     assert sim.step(conv(0), 0.0)[:2] == (0, 1250)                 # writes up to the user message
     cached, write, *_ = sim.step(conv(1), 10.0)                    # earlier user ending (1,250) is live
     assert (cached, write) == (1250, 100)
+
+
+def test_ttl_override_reaches_breakpoint_caches():
+    """``--ttl`` ("Override the cache TTL in seconds (0: never expire)") applies to every entry a
+    breakpoint writes, whatever ``ttl`` its ``cache_control`` asks for: before, the breakpoint's own
+    5 minutes won and ``--ttl 0`` still expired after 300 s."""
+    p = bp_prompt([(1500, "5m"), (200, None)])
+    sim = BoundarySim(ANTH)
+    sim.step(p, 0.0)
+    assert sim.step(p, 3600.0)[0] == 0                                # the 5-minute entry expired
+    never = P["anthropic"].rules_for("claude-sonnet-4-5", ttl=0)
+    sim = BoundarySim(never)
+    sim.step(p, 0.0)
+    assert sim.step(p, 86_400.0)[:2] == (1500, 0)                     # a day later: still there
+    two_h = P["anthropic"].rules_for("claude-sonnet-4-5", ttl=7200)
+    sim = BoundarySim(two_h)
+    sim.step(p, 0.0)
+    assert sim.step(p, 7000.0)[0] == 1500 and sim.step(p, 7000.0 + 7201)[0] == 0
+
+
+def test_ttl_override_reaches_deepseek_units():
+    from promptcache.simulate.units import UnitSim
+
+    r = P["deepseek"].rules_for("deepseek-chat", ttl=0)
+    sim = UnitSim(r)
+    p = bp_prompt([(800, None), (300, None)])                         # the whole prompt is a unit
+    p.units = units(list(range(1100)))
+    sim.step(p, 0.0)
+    assert sim.step(p, 10 * 86_400.0)[0] == 1100                       # the 4 h default would have expired it

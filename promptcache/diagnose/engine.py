@@ -71,6 +71,17 @@ class Pair:
     rules: CacheRules
 
 
+
+def _longer(longer: list[tuple[str, float, str]], model: str | None) -> str:
+    """The ttl-expired finding's advice from :meth:`CacheRules.longer_lifetimes`: the longer
+    lifetime the model offers and how to ask for it, or that it offers none."""
+    who = f"`{model}`" if model else "this model"
+    if not longer:
+        return f"{who} offers no longer cache lifetime: keep its cache warm, or batch the turns"
+    name, sec, how = longer[-1]
+    return f"{who} offers {how} (about {int(sec):,} s)"
+
+
 def _segment_index(prompt: Prompt, token: int) -> int:
     return min(bisect_right(prompt.seg_ends, token), len(prompt.segments) - 1)
 
@@ -420,7 +431,8 @@ class Diagnoser:
             self._replay(step, preds[0][0])
         self._keys(step, ideal_ns)
         self._latent(step, preds[0][0][0] if preds else None)
-        if step.rules.mode == "breakpoints" and step.prompt.segments:
+        if step.rules.mode == "breakpoints" and step.prompt.segments \
+                and any(s >= 3600 for _, s in step.rules.lifetimes):  # only where the model offers the 1-hour TTL
             self._shadow_1h(step)
         verdict = r.response.verdict if r.response is not None else None
         if verdict is not None:
@@ -921,8 +933,10 @@ class Diagnoser:
         if reason == "expired":
             rule = self._first("timing", "check", "expired")
             if rule is not None:
-                return rule, (ns,), None, None, {"ttl_seconds": rules.ttl_seconds, "namespace": ns}, \
-                    {"ttl": int(rules.ttl_seconds or 0)}
+                longer = rules.longer_lifetimes()  # what this model offers (rules/providers/<id>.yaml)
+                return rule, (ns,), None, None, {"ttl_seconds": rules.ttl_seconds, "namespace": ns,
+                                                  "longer_lifetimes": [n for n, _, _ in longer]}, \
+                    {"ttl": int(rules.ttl_seconds or 0), "longer": _longer(longer, o.model)}
         if reason == "evicted":
             rule = self._first("capacity", "check", "single-slot" if rules.eviction == "slot" else "evicted")
             if rule is not None:
@@ -1018,7 +1032,7 @@ class Diagnoser:
                 self._add(step, rule, (o.namespace,), segment=None, char=None, token=None,
                           evidence={"ttl_seconds": rules.ttl_seconds, "idle_seconds": round(r.arrival - prev.arrival, 1),
                                     "claimed_by": o.miss_reason}, lost=0, cost=None, gap=None,
-                          ttl=int(rules.ttl_seconds))
+                          ttl=int(rules.ttl_seconds), longer=_longer(rules.longer_lifetimes(), o.model))
         if rules.mode == "prefix" and step.prompt.segments and rules.kind == "provider":
             # clients mark the stable head (tools, system) or the newest messages: the first and
             # last few segments, so the check costs the same whatever the history's length
@@ -1105,7 +1119,7 @@ class Diagnoser:
             low = float(checks["ttl"].options.get(f"min_ttl_{o.provider}", checks["ttl"].options.get("min_ttl_seconds", 300)))
             if idle > low:
                 return checks["ttl"], (ns,), {"idle_seconds": round(idle, 1), "documented_min_ttl_seconds": low}, \
-                    {"idle": int(idle), "min_ttl": int(low)}
+                    {"idle": int(idle), "min_ttl": int(low), "longer": _longer(step.rules.longer_lifetimes(), o.model)}
         if "no-key" in checks and step.rules.kind == "provider" and r.cache_key is None and not r.affinity \
                 and not r.session:
             # nothing tells the provider which cache machine holds the prefix

@@ -26,7 +26,7 @@ from ..errors import BadRecord
 from ..model import Breakpoint, Part, Request, Response, Source
 from . import anthropic as _anthropic
 from .bodies import default_id
-from .common import MAPPING, blob_digest, loads_if_json, provider_for_model, require_list, stable_json
+from .common import MAPPING, blob_digest, loads_if_json, require_list, stable_json
 from .fields import parse_time
 from .outcomes import Skipped
 from .reader import BODY_KEYS, Reader
@@ -173,6 +173,6 @@ class BedrockReader(Reader):
         t = rec.get("timestamp")
         rid = rec.get("requestId")
         return Request(id=str(rid) if isinstance(rid, str) and rid else default_id(src), source=src, format="bedrock",
-                       api=api, provider=provider_for_model(model) or ("anthropic" if api == "anthropic" else None),
+                       api=api, provider="bedrock",
                        model=model, arrival=parse_time(t) if t not in (None, "") else None, parts=parts, params=params,
                        session=str(session) if session else None, usage=usage, response=response)

@@ -19,7 +19,7 @@ from typing import Any
 from ..model import Part, Request, Response, Source
 from . import openai as _openai
 from .bodies import BODY_APIS, body_format, default_id, parse_body, reprefix
-from .common import MAPPING, loads_if_json, provider_alias, provider_for_model, stable_json
+from .common import MAPPING, loads_if_json, logged_provider, provider_alias, provider_for_model, stable_json
 from .fields import parse_time
 from .outcomes import Keyed, Skipped
 from .reader import Reader
@@ -69,9 +69,10 @@ class BraintrustReader(Reader):
         params = {**_openai.params_of(md), **params}
         model = md.get("model") or getattr(opts, "model", None)
         model = str(model) if model else None
-        provider = provider_for_model(model) or provider_alias(md.get("provider"))
+        provider = logged_provider(md.get("provider"), model)
+        family = provider_for_model(model) or provider_alias(md.get("provider"))
         m = rec.get("metrics") if isinstance(rec.get("metrics"), MAPPING) else {}
-        how = uncached_plus if provider == "anthropic" else total_with
+        how = uncached_plus if family == "anthropic" else total_with
         usage = how(m.get("prompt_tokens"), m.get("prompt_cached_tokens"), m.get("prompt_cache_creation_tokens"),
                     m.get("completion_tokens"), "metrics")
         t = m.get("start") if m.get("start") is not None else rec.get("created")

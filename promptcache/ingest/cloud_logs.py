@@ -22,7 +22,7 @@ from typing import Any
 
 from ..model import Request, Response, Source, Usage
 from .bodies import default_id
-from .common import MAPPING, loads_if_json, provider_alias, provider_for_model
+from .common import MAPPING, loads_if_json, logged_provider
 from .fields import parse_time
 from .outcomes import Skipped
 from .reader import Reader
@@ -60,7 +60,7 @@ class OpenRouterReader(Reader):
         up = d.get("provider_name")
         t = d.get("created_at")
         return Request(id=str(d["id"]) if isinstance(d.get("id"), str) else default_id(src), source=src,
-                       format=self.name, api="chat", provider=provider_for_model(model), model=model,
+                       format=self.name, api="chat", provider="openrouter", model=model,
                        arrival=parse_time(t) if t not in (None, "") else None,
                        usage=Usage(including_cache(prompt, read, 0), out, read, 0),
                        response=Response(str(d.get("upstream_id")) if d.get("upstream_id") else None,
@@ -106,7 +106,7 @@ class CloudflareReader(Reader):
             inp, outp = count(log.get("tokens_in"), "tokens_in"), count(log.get("tokens_out"), "tokens_out")
             up = log.get("provider")
             out.append(Request(id=str(log["id"]) if log.get("id") else default_id(src, f"#{k}"), source=src,
-                               format=self.name, api="chat", provider=provider_for_model(model) or provider_alias(up),
+                               format=self.name, api="chat", provider=logged_provider(up, model),
                                model=model, arrival=parse_time(t) if t not in (None, "") else None,
                                session=str(session) if session else None,
                                usage=Usage(inp or 0, outp or 0) if inp is not None else None,

@@ -29,7 +29,11 @@ _PROVIDER_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
 
 
 #: Provider names used by gateways and telemetry (LiteLLM ``custom_llm_provider``, Helicone
-#: ``provider``, OpenTelemetry ``gen_ai.provider.name``) → the provider whose cache rules apply.
+#: ``provider``, OpenTelemetry ``gen_ai.provider.name``) → the model family they serve, for the
+#: readers' own choices that follow the family (how a span's usage counts cached tokens). Which
+#: cache rules a request gets is not decided here: ``Request.provider`` keeps the name as logged
+#: (:func:`logged_provider`) and :mod:`promptcache.simulate.routing` decides (``azure`` is Azure
+#: OpenAI's rules, ``vertex_ai`` Vertex AI's).
 PROVIDER_ALIASES = {
     "openai": "openai", "azure": "openai", "azure_ai": "openai", "azure.ai.openai": "openai", "text-completion-openai": "openai",
     "anthropic": "anthropic", "claude": "anthropic",
@@ -40,12 +44,30 @@ PROVIDER_ALIASES = {
 
 
 def provider_alias(name: Any) -> str | None:
-    """The provider for a gateway's or telemetry's provider name (case-insensitive), else ``None``.
+    """The model family a gateway's or telemetry's provider name serves (case-insensitive), else
+    ``None``: for a reader's family-specific parsing, never for ``Request.provider``
+    (:func:`logged_provider`).
 
     >>> provider_alias("ANTHROPIC"), provider_alias("gcp.vertex_ai"), provider_alias("bedrock")
     ('anthropic', 'gemini', None)
     """
     return PROVIDER_ALIASES.get(str(name).strip().lower()) if name else None
+
+
+def logged_provider(name: Any, model: str | None = None) -> str | None:
+    """``Request.provider`` of a record: the provider name the log gives (LiteLLM
+    ``custom_llm_provider``, Helicone's, Portkey's and Cloudflare's ``provider``, OpenTelemetry
+    ``gen_ai.provider.name``), trimmed and lower-cased but otherwise as logged, so that
+    :mod:`promptcache.simulate.routing` decides which rules file it means (``azure``: Azure
+    OpenAI's; ``vertex_ai``: Vertex AI's for the model's family; a name no file claims: the
+    model name's provider); without one, the provider the model name implies.
+
+    >>> logged_provider("Azure", "gpt-4o"), logged_provider(None, "gpt-4o"), logged_provider(" ", "claude-3-5-haiku")
+    ('azure', 'openai', 'anthropic')
+    """
+    if isinstance(name, str) and name.strip():
+        return name.strip().lower()
+    return provider_for_model(model)
 
 
 def loads_if_json(v: Any) -> Any:

@@ -23,7 +23,7 @@ from dataclasses import replace
 from ..errors import BadRecord
 from ..model import Part, Request, Response, Source
 from .bodies import BODY_APIS, affinity_of, body_format, default_id, parse_body, response_of
-from .common import MAPPING, as_mapping, loads_if_json, provider_alias, provider_for_model
+from .common import MAPPING, as_mapping, loads_if_json, logged_provider
 from .fields import find_session, parse_time
 from .reader import Reader
 from .usage import find_usage, helicone_usage
@@ -44,8 +44,8 @@ def parse_helicone(rec: Any, src: Source, opts: Any) -> Request:
 
     ``id``: ``request_id``; ``arrival``: ``request_created_at``; ``session``: the
     ``Helicone-Session-Id`` property, else ``user_id`` and the body's usual fields; ``model``:
-    ``model``, else the body's or the response's; ``provider``: from the model, else
-    ``provider``; ``usage``: the row's token columns
+    ``model``, else the body's or the response's; ``provider``: ``provider`` as
+    logged, else from the model; ``usage``: the row's token columns
     (:func:`~promptcache.ingest.usage.helicone_usage`), else ``response_body``'s usage.
 
     Raises:
@@ -69,7 +69,7 @@ def parse_helicone(rec: Any, src: Source, opts: Any) -> Request:
     r = resp if isinstance(resp, MAPPING) else {}
     model = rec.get("model") or (body or {}).get("model") or r.get("model") or getattr(opts, "model", None)
     model = str(model) if model else None
-    provider = provider_for_model(model) or provider_alias(rec.get("provider"))
+    provider = logged_provider(rec.get("provider"), model)
     if provider is None and fmt is not None:
         provider = BODY_APIS[fmt][1]
     props = loads_if_json(rec.get("properties") or rec.get("request_properties"))

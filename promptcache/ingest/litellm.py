@@ -25,7 +25,7 @@ from ..errors import BadRecord
 from ..model import Part, Request, Response, Source
 from . import openai as _openai
 from .bodies import BODY_APIS, affinity_of, body_format, default_id, parse_body, response_of
-from .common import MAPPING, loads_if_json, provider_alias, provider_for_model, require_list, stable_json
+from .common import MAPPING, loads_if_json, logged_provider, require_list, stable_json
 from .fields import find_session, parse_time
 from .reader import Reader
 from .usage import litellm_usage
@@ -69,8 +69,8 @@ def parse_litellm(rec: Any, src: Source, opts: Any) -> Request:
 
     ``id``: ``request_id`` (spend logs) or ``id`` (payloads); ``arrival``: ``startTime``
     (ISO 8601 or epoch seconds); ``session``: ``session_id``, else the usual session fields of
-    the row and its ``metadata``; ``model``: ``model``, else the body's; ``provider``: from the
-    model, else ``custom_llm_provider``; ``cache_key``: the body's ``prompt_cache_key``.
+    the row and its ``metadata``; ``model``: ``model``, else the body's; ``provider``:
+    ``custom_llm_provider`` as logged, else from the model; ``cache_key``: the body's ``prompt_cache_key``.
     ``cache_hit`` (LiteLLM's own response cache) is not interpreted.
 
     Raises:
@@ -100,7 +100,7 @@ def parse_litellm(rec: Any, src: Source, opts: Any) -> Request:
             parts, params, cache_key, retention = b.parts, b.params, b.cache_key, b.retention
     model = rec.get("model") or (body or {}).get("model") or getattr(opts, "model", None)
     model = str(model) if model else None
-    provider = provider_for_model(model) or provider_alias(rec.get("custom_llm_provider"))
+    provider = logged_provider(rec.get("custom_llm_provider"), model)
     if provider is None and fmt is not None:
         provider = BODY_APIS[fmt][1]
     mp = loads_if_json(rec.get("model_parameters"))

@@ -48,7 +48,7 @@ from ..errors import BadRecord
 from ..model import Part, Request, Source
 from . import openai as _openai
 from .bodies import default_id, reprefix
-from .common import MAPPING, blob_digest, loads_if_json, provider_alias, provider_for_model, stable_json
+from .common import MAPPING, blob_digest, loads_if_json, logged_provider, stable_json
 from .fields import parse_time
 from .outcomes import Keyed, Skipped
 from .reader import BODY_KEYS, Reader
@@ -56,6 +56,10 @@ from .usage import otel_usage
 
 #: ``gen_ai.operation.name`` values that are a model inference.
 INFERENCE_OPERATIONS = ("chat", "text_completion", "generate_content")
+#: First components of the semantic conventions' dotted ``gen_ai.provider.name`` values
+#: (``aws.bedrock``, ``azure.ai.inference``, ``azure.ai.openai``, ``gcp.gemini``, ``gcp.gen_ai``,
+#: ``gcp.vertex_ai``, ``ibm.watsonx.ai``): such a name is kept whole.
+OTEL_NAMESPACES = ("aws", "azure", "gcp", "ibm")
 #: The event that may carry the content attributes instead of the span.
 DETAILS_EVENT = "gen_ai.client.inference.operation.details"
 #: Per-message events of conventions ≤ 1.36.
@@ -393,12 +397,14 @@ def span_request(attrs: Mapping[str, Any], events: list[tuple[str, dict[str, Any
     model = str(model) if model else None
     pname = (attrs.get("gen_ai.provider.name") or attrs.get("gen_ai.system") or attrs.get("llm.provider")
              or attrs.get("llm.system") or attrs.get("ai.model.provider"))
-    if isinstance(pname, str) and "." in pname and provider_alias(pname) is None:
-        pname = pname.split(".", 1)[0]  # the AI SDK's "openai.chat"
+    if isinstance(pname, str) and "." in pname and pname.split(".", 1)[0].lower() not in OTEL_NAMESPACES:
+        # the AI SDK's "<provider>.<api>" ("openai.chat", "google.vertex.chat"), not a semantic-convention
+        # name ("aws.bedrock", "gcp.vertex_ai", "azure.ai.openai"): the provider, Vertex named as such
+        pname = "vertex" if ".vertex" in pname.lower() else pname.split(".", 1)[0]
     session = next((attrs[k] for k in SESSION_ATTRS if attrs.get(k) not in (None, "")), None)
     return Request(
         id=str(rid) if rid else default_id(src), source=src, format=fmt, api="chat",
-        provider=provider_for_model(model) or provider_alias(pname), model=model, arrival=arrival,
+        provider=logged_provider(pname, model), model=model, arrival=arrival,
         parts=tuple(parts), session=str(session) if session is not None else None, usage=otel_usage(attrs),
     )
 

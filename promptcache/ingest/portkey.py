@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import BadRecord
 from ..model import Request, Response, Source
 from .bodies import BODY_APIS, affinity_of, body_format, default_id, parse_body, response_of
-from .common import MAPPING, loads_if_json, provider_alias, provider_for_model
+from .common import MAPPING, loads_if_json, logged_provider
 from .fields import parse_time
 from .outcomes import Skipped
 from .reader import Reader
@@ -79,7 +79,7 @@ class PortkeyReader(Reader):
         count(rec.get("req_units"), "req_units")
         return Request(id=str(rec["id"]) if isinstance(rec.get("id"), str) else default_id(src), source=src,
                        format=self.name, api=BODY_APIS[fmt][0] if fmt else "chat",
-                       provider=provider_for_model(model) or provider_alias(org) or (BODY_APIS[fmt][1] if fmt else None),
+                       provider=logged_provider(org, model) or (BODY_APIS[fmt][1] if fmt else None),
                        model=model, arrival=parse_time(t) if t not in (None, "") else None, parts=parts, params=params,
                        cache_key=cache_key, cache_retention=retention, session=str(session) if session else None,
                        usage=usage, response=response, affinity=aff)

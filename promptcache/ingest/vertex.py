@@ -17,7 +17,7 @@ from ..errors import BadRecord
 from ..model import Request, Source
 from . import gemini as _gemini
 from .bodies import default_id, response_of, server_state
-from .common import MAPPING, loads_if_json, provider_for_model
+from .common import MAPPING, loads_if_json
 from .fields import parse_time
 from .reader import Reader
 from .usage import find_usage
@@ -57,7 +57,7 @@ class VertexReader(Reader):
         t = rec.get("logging_time")
         rid = rec.get("request_id")
         return Request(id=str(rid) if isinstance(rid, (str, int)) and rid != "" else default_id(src), source=src,
-                       format=self.name, api="gemini", provider=provider_for_model(model) or "gemini", model=model,
+                       format=self.name, api="gemini", provider="vertex_ai", model=model,
                        arrival=parse_time(t) if t not in (None, "") else None, parts=parts, params=params,
                        usage=find_usage(resp), response=response_of("gemini", body, resp),
                        prefix_on_server=server_state("gemini", body))

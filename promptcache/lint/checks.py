@@ -25,6 +25,7 @@ from functools import lru_cache
 from typing import Any, Sequence
 
 from ..diagnose.rules import Rule
+from ..simulate.routing import router
 from ..simulate.rules import CacheRules, provider as provider_file
 from ..tokenize import Tokenizer, resolve_tokenizer
 from .classify import Classifier, Match, classifier_for
@@ -109,19 +110,23 @@ _TARGETS: dict[tuple[str, str | None, str | None], Target] = {}
 
 def target_for(doc: Doc, settings: Settings) -> Target:
     """Provider, model, rules and tokenizer for a prompt: the model its source names, else the
-    configured one; the provider the source implies, else the model's, else the configured one
-    (default ``openai``)."""
-    from ..ingest.common import provider_for_model
+    configured one; the rules file the audit's router gives that model and the provider the
+    source implies (its API: ``anthropic`` for ``messages.create``), else the configured
+    provider (:meth:`promptcache.simulate.routing.Router.resolve`: a Bedrock id, ``vertex_ai/…``
+    or ``openrouter/…`` gets Bedrock's, Vertex AI's or the upstream's rules whatever SDK sent
+    it); ``openai`` when nothing names one.
 
+    Raises:
+        ConfigError: when the configured provider names no rules file.
+    """
     model = doc.model or settings.model
-    prov = doc.provider or provider_for_model(model) or settings.provider or "openai"
-    if doc.model is None and doc.provider is None and settings.provider:
-        prov = settings.provider
-    key = (prov, model, settings.tokenizer)
+    named = doc.provider or settings.provider
+    key = (named, model, settings.tokenizer)
     t = _TARGETS.get(key)
     if t is None:
-        pf = provider_file(prov)
-        t = Target(prov, model, pf.rules_for(model), _tokenizer(settings.tokenizer, pf.tokenizer, model))
+        route = router().resolve(named, model)
+        pf = route.file if route is not None else provider_file(named or "openai")
+        t = Target(pf.id, model, pf.rules_for(model), _tokenizer(settings.tokenizer, pf.tokenizer, model))
         _TARGETS[key] = t
     return t
 

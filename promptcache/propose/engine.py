@@ -420,14 +420,15 @@ def _options(plan: Plan) -> tuple[dict[str, tuple[float, str]], str | None, bool
     if r is None or pf is None or not r.ttl_seconds:
         return None
     tier = "write" if r.bills_writes else "input"
+    offered = dict(r.lifetimes)  # what this model offers (CacheRules.lifetimes, rules/providers/<id>.yaml)
     if r.mode == "breakpoints":
-        opts = {name: (float(sec), "write_1h" if sec >= 3600 else "write") for name, sec in pf.ttl_options.items()}
+        opts = {name: (float(sec), "write_1h" if sec >= 3600 else "write") for name, sec in offered.items()}
         if not opts:
             opts = {"default": (float(r.ttl_seconds), tier)}
         current = plan.marker_ttl or next((n for n, (s, _) in opts.items() if s == r.ttl_seconds), None)
         return opts, current, True
     if pf.retention and plan.api in ("chat", "responses"):
-        opts = {name: (float(pf.rules_for(None, retention=name).ttl_seconds or 0), tier) for name in pf.retention}
+        opts = {name: (float(sec), tier) for name, sec in offered.items() if name in pf.retention}
         opts = {n: v for n, v in opts.items() if v[0]}
         current = next((n for n, (s, _) in opts.items() if s == r.ttl_seconds), None)
         if current is None:

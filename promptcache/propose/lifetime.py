@@ -1,7 +1,8 @@
 """The cheapest cache lifetime for a template, on the log's own arrival times.
 
 Policies (each provider's options come from ``rules/providers/*.yaml``: ``ttl_options`` for
-breakpoint caches, ``retention`` for OpenAI; write prices from genai-prices):
+breakpoint caches, ``retention`` for OpenAI, as far as the model offers them,
+``CacheRules.lifetimes``; write prices from genai-prices):
 
 - a TTL for every breakpoint (Anthropic, Bedrock, Claude on Vertex: ``5m`` or ``1h``), or the
   longer one on the template's anchor and the shorter on the conversation's markers (longer

@@ -39,7 +39,10 @@ def _reason(reason: str, rules: CacheRules | None) -> str:
     """What a simulated miss reason means for a request under ``rules``."""
     mode = rules.mode if rules is not None else None
     who = rules.provider if rules is not None else "the provider"
-    if reason in ("after_last_breakpoint", "lookback", "no_breakpoint") and mode == "boundaries":
+    if reason == "no_unit":
+        return ("not yet a whole cache prefix unit (DeepSeek persists a common prefix as a unit only once two "
+                "requests share it; later requests read it)")
+    if reason in ("after_last_breakpoint", "lookback", "no_breakpoint") and mode in ("boundaries", "units"):
         ends = ", ".join(rules.endings) if rules is not None else "message"
         return (f"after the last cache unit the simulated {who} rules keep (units end with each {ends} message; a "
                 f"prefix that ends elsewhere is not read; rules/providers/{who}.yaml says what is not modelled)")
@@ -174,8 +177,13 @@ def attainable(outcomes: Iterable[Outcome], rules: Mapping[str, CacheRules]) -> 
     hold back: a shared prefix shorter than the model's minimum reads nothing (``minimum``), a
     prefix cache reads whole hit blocks (``granularity``) short of the tokens it always
     recomputes (``max_hit_offset``), and no cache reads past its longest cacheable prefix
-    (``longest``: Amazon Nova's 32K). Each outcome's shortfall goes to the first limit that
-    applies. What no change to the prompts can recover lies between this and the ideal."""
+    (``longest``: Amazon Nova's 32K), DeepSeek reads only whole cache prefix units (a shared
+    prefix that is no unit yet, miss reason ``no_unit``, reads what the simulation read:
+    ``units``), and an entry that expired where the model offers no longer lifetime
+    (:meth:`~promptcache.simulate.rules.CacheRules.longer_lifetimes`: gpt-4o-mini has in_memory
+    only) is lost to the provider's rules (``lifetime``). Each outcome's shortfall goes to the
+    first limit that applies. What no change to the prompts can recover lies between this and the
+    ideal."""
     total = 0
     held: dict[str, list[int]] = {}
 
@@ -199,6 +207,12 @@ def attainable(outcomes: Iterable[Outcome], rules: Mapping[str, CacheRules]) -> 
             whole = (min(shared, max(0, o.prompt_tokens - r.max_hit_offset)) // g) * g
             hold("granularity", shared - whole)
             shared = whole
+        elif o.miss_reason == "no_unit":  # DeepSeek reads whole units only: the rest is a unit from now on
+            hold("units", shared - o.cached_tokens)
+            shared = o.cached_tokens
+        if o.miss_reason == "expired" and not r.longer_lifetimes():  # no longer lifetime to ask for
+            hold("lifetime", shared - min(shared, o.cached_tokens))
+            shared = min(shared, o.cached_tokens)
         if shared < r.min_tokens:
             hold("minimum", shared)
             shared = 0
@@ -208,7 +222,8 @@ def attainable(outcomes: Iterable[Outcome], rules: Mapping[str, CacheRules]) -> 
 
 #: What each limit is, for reports.
 LIMITS = {"minimum": "the model's minimum cacheable length", "granularity": "whole cache blocks",
-          "longest": "the longest cacheable prefix"}
+          "longest": "the longest cacheable prefix", "units": "whole cache prefix units (DeepSeek)",
+          "lifetime": "the longest lifetime the model offers"}
 
 
 def remaining_findings(findings: Iterable[Any], indices: set[int]) -> list[Any]:

@@ -32,6 +32,7 @@ MISS_REASONS = {
     "lookback": "beyond the breakpoint lookback",
     "namespace": "in another cache namespace",
     "over_capacity": "prompt larger than the whole cache (refused)",
+    "no_unit": "not yet a whole cache prefix unit",
 }
 
 

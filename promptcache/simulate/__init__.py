@@ -19,6 +19,7 @@ from .boundaries import BoundarySim
 from .engines import REFUSED, EngineSim
 from .rules import CacheRules
 from .slots import SlotSim
+from .units import UnitSim
 
 
 @dataclass(slots=True)
@@ -114,7 +115,8 @@ class Outcome:
         diverged_from: index of that earlier request, or ``None``.
         miss_reason: why ``cached_tokens`` < ``shared_prefix_tokens`` (``below_min``,
             ``expired``, ``evicted``, ``granularity``, ``no_breakpoint``,
-            ``after_last_breakpoint``, ``lookback``, ``namespace``), or ``None``.
+            ``after_last_breakpoint``, ``lookback``, ``namespace``, ``over_capacity``,
+            ``no_unit``: DeepSeek persists the shared prefix as a unit only now), or ``None``.
         usage: reported usage, if the log has it.
         flags: rule-specific observations (``breakpoints_over_limit`` ...).
         output_tokens: reported output tokens (0 when not logged).
@@ -254,13 +256,16 @@ def miss_reason(rules: CacheRules, *, cached: int, shared: int, live: int | None
     return "granularity"
 
 
-def make_sim(rules: CacheRules, width: int, unit_tokens: int) -> PrefixSim | BoundarySim | EngineSim | SlotSim:
+def make_sim(rules: CacheRules, width: int, unit_tokens: int) -> PrefixSim | BoundarySim | EngineSim | SlotSim | UnitSim:
     """The cache model for one namespace: a single-slot engine (llama.cpp, Ollama) its slots
     (:mod:`promptcache.simulate.slots`); a bounded engine without TTL runs the engine's own
     algorithm (:mod:`promptcache.simulate.engines`); other prefix caches the prefix tree;
+    DeepSeek's cache prefix units their unit store (:mod:`promptcache.simulate.units`);
     breakpoint and boundary caches their entry store."""
     if rules.mode == "slots":
         return SlotSim(rules, width, unit_tokens)
+    if rules.mode == "units":
+        return UnitSim(rules)
     if rules.kind == "engine" and rules.capacity_tokens is not None and rules.ttl_seconds is None and rules.engine_pool:
         return EngineSim(rules, width, unit_tokens)
     if rules.mode == "prefix":
@@ -273,7 +278,7 @@ class Simulator:
 
     def __init__(self) -> None:
         self.ideal: dict[tuple[str, str | None], IdealCache] = {}
-        self.sims: dict[str, PrefixSim | BoundarySim | EngineSim | SlotSim] = {}
+        self.sims: dict[str, PrefixSim | BoundarySim | EngineSim | SlotSim | UnitSim] = {}
         self._steps = 0
 
     def sweep(self, now: float) -> None:
@@ -288,7 +293,7 @@ class Simulator:
                 if sim.tree.nodes <= 1:
                     del self.sims[ns]
             else:
-                sim.store.sweep(now)
+                (sim if isinstance(sim, UnitSim) else sim.store).sweep(now)
                 if not sim.store.entries:
                     del self.sims[ns]
 
@@ -315,6 +320,9 @@ class Simulator:
         elif isinstance(sim, PrefixSim):
             cached, write, write_1h, live, expired = sim.step(prompt, now)
             reason = None
+        elif isinstance(sim, UnitSim):
+            cached, write, write_1h, reason, flags = sim.step(prompt, now, rules)
+            live, expired = None, False
         else:
             cached, write, write_1h, reason, flags = sim.step(prompt, now, rules)
             live, expired = None, False
@@ -325,7 +333,10 @@ class Simulator:
         lcp_units, _, other = ideal.tree.access(prompt.units, len(prompt.units) // prompt.width, None, ref,
                                                 cached // prompt.unit_tokens)
         shared = prompt.tokens_of(lcp_units)
-        if isinstance(sim, SlotSim):
+        if isinstance(sim, UnitSim):  # the common prefix is persisted now; the reason follows from it
+            reason = sim.detect(prompt, ref.index, shared, other.index if other is not None else None, now,
+                                keyed=namespace != "/".join(str(k) for k in ideal_key))
+        elif isinstance(sim, SlotSim):
             reason = None if cached >= shared else ("evicted" if live < shared else "granularity")
         elif reason is None:
             reason = miss_reason(rules, cached=cached, shared=shared, live=live, expired=expired,

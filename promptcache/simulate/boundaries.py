@@ -102,7 +102,10 @@ class BoundarySim:
 
     def _plan(self, segs: Sequence[Segment], r: CacheRules) -> tuple[list[int], list[tuple[int, float]], list[str]]:
         """(lookup segment indices, (write segment index, ttl) pairs, flags) for one prompt."""
-        default_ttl = float(r.ttl_seconds or 300)
+        forced = self.force_ttl
+        if forced is None and r.ttl_forced:  # --ttl: every entry, whatever its breakpoint asks (None: never expire)
+            forced = float("inf") if r.ttl_seconds is None else float(r.ttl_seconds)
+        default_ttl = forced or float(r.ttl_seconds or 300)
         flags: list[str] = []
         explicit = [i for i, s in enumerate(segs) if s.breakpoint is not None]
         if r.mode == "breakpoints":
@@ -112,7 +115,7 @@ class BoundarySim:
             lookups: list[int] = []
             for b in explicit:
                 lookups.extend(range(b, max(-1, b - (r.lookback or 1)), -1))
-            writes = [(b, float(self.force_ttl or segs[b].breakpoint.ttl_seconds or default_ttl)) for b in explicit]  # type: ignore[union-attr]
+            writes = [(b, float(forced or segs[b].breakpoint.ttl_seconds or default_ttl)) for b in explicit]  # type: ignore[union-attr]
             ttls = [t for _, t in writes]
             if any(a < b for a, b in zip(ttls, ttls[1:])):
                 flags.append("ttl_order")  # longer TTLs must come first

@@ -20,8 +20,12 @@ model's traffic on one upstream, so one upstream's cache serves it: the namespac
 upstream.
 
 Resolution order: a router the log names (OpenRouter's own records); a model prefix; a model
-pattern of a file that declares one; the log's provider (a file id or an alias); the
-first-party patterns of ``ingest.common.provider_for_model``.
+pattern of a file that declares one; the log's provider (a file id or an alias: ingest keeps the
+name as logged, so ``azure`` with ``gpt-4o`` is Azure OpenAI and ``vertex_ai`` with
+``gemini-2.5-pro`` is Vertex AI); the first-party patterns of
+``ingest.common.provider_for_model``. A first-party provider named for another first party's
+model (``openai`` with ``claude-sonnet-4-5``: an OpenAI-compatible endpoint in front of Claude)
+yields to the model's own provider.
 """
 
 from __future__ import annotations
@@ -32,6 +36,11 @@ from functools import lru_cache
 from typing import Mapping
 
 from .rules import ProviderFile
+
+
+#: The providers ``ingest.common.provider_for_model`` names from a model name's own family: a log
+#: naming one of them for another's model names an OpenAI-compatible endpoint, not a host.
+FIRST_PARTY = ("openai", "anthropic", "gemini", "deepseek")
 
 
 @dataclass(frozen=True)
@@ -142,6 +151,12 @@ class Router:
             pid = self.by_model(model)
         if pid is None:
             pid = self.file_id(provider, model)
+            if pid is not None and model and pid in FIRST_PARTY:
+                from ..ingest.common import provider_for_model
+
+                own = provider_for_model(model)
+                if own is not None and own != pid and own in self.providers:
+                    pid = own
         if pid is None and model:
             from ..ingest.common import provider_for_model
 

@@ -20,11 +20,11 @@ from ..errors import ConfigError
 from ..render import FRAMINGS, SECTIONS, Layout
 
 __all__ = ["RULES_DIR", "MODES", "CacheRules", "ProviderFile", "load_providers", "provider", "parse_provider_file"]
-MODES = ("prefix", "boundaries", "breakpoints", "slots")
+MODES = ("prefix", "boundaries", "breakpoints", "slots", "units")
 
 _FILE_KEYS = {"id", "name", "kind", "source", "checked", "notes", "render", "tokenizer", "namespace",
               "retention", "models", "min_tokens", "ttl_options", "route", "token_ratio", "upstreams",
-              "upstream_providers", "sticky_seconds", "facts"}
+              "upstream_providers", "sticky_seconds", "facts", "lifetimes", "lifetime_request"}
 _MODEL_KEYS = {"match", "mode", "min_tokens", "granularity", "block_size", "full_blocks_only", "max_hit_offset",
                "ttl_seconds", "refresh_on_hit", "eviction", "bills_writes", "source", "checked", "lookback",
                "max_breakpoints", "max_writes", "select", "implicit", "max_cached_tokens", "notes", "endings",
@@ -43,8 +43,11 @@ class CacheRules:
         kind: ``provider`` or ``engine``.
         mode: ``prefix`` (longest live prefix, floored to ``granularity``), ``breakpoints``
             (entries only at explicit breakpoints, with lookback: Anthropic) or ``boundaries``
-            (entries at message endings: OpenAI GPT-5.6+) or ``slots`` (one cached prompt per
-            slot, reused by longest common prefix: llama.cpp server, Ollama).
+            (entries at message endings: OpenAI GPT-5.6+), ``slots`` (one cached prompt per
+            slot, reused by longest common prefix: llama.cpp server, Ollama) or ``units``
+            (DeepSeek's cache prefix units: a read matches a whole unit persisted at a request's
+            end, its output's end or a common prefix of two requests:
+            :mod:`promptcache.simulate.units`).
         min_tokens: shortest cacheable prefix.
         granularity: hits are whole multiples of this (OpenAI 128; engines' block size).
         full_blocks_only: only whole ``granularity`` blocks are stored (vLLM).
@@ -69,6 +72,13 @@ class CacheRules:
         engine_pool: a bounded engine runs the engine's own pool (vLLM's block pool, SGLang's
             radix tree: :mod:`promptcache.simulate.engines`); False: a plain LRU over cached
             blocks, as promptcache's own replay engine keeps them.
+        lifetimes: the named cache lifetimes this model offers, ``(name, seconds)`` in the
+            file's order (:meth:`ProviderFile.lifetimes_for`: OpenAI's ``prompt_cache_retention``
+            values, breakpoint TTLs): what advice and the lifetime optimiser may choose from.
+        lifetime_request: how a request asks for one, with ``{name}`` for its name
+            (``prompt_cache_retention "{name}"``), or empty.
+        ttl_forced: ``ttl_seconds`` comes from ``--ttl`` and applies to every entry, whatever
+            lifetime a request's own breakpoints ask for (``None``: never expire).
         source, checked: where the numbers come from and when they were checked.
     """
 
@@ -93,8 +103,22 @@ class CacheRules:
     max_cached_tokens: int | None = None
     endings: tuple[str, ...] = ("user", "tool")
     engine_pool: bool = True
+    lifetimes: tuple[tuple[str, float], ...] = ()
+    lifetime_request: str = ""
+    ttl_forced: bool = False
     source: str = ""
     checked: str = ""
+
+    def longer_lifetimes(self) -> list[tuple[str, float, str]]:
+        """The named lifetimes this model offers that outlive its current TTL, shortest first:
+        ``[(name, seconds, how a request asks for it)]`` (``("24h", 1800.0,
+        'prompt_cache_retention "24h"')``); empty where it offers none (OpenAI's gpt-4.1-mini:
+        in_memory only; engines)."""
+        now = self.ttl_seconds
+        if now is None:
+            return []
+        return sorted(((n, s, self.lifetime_request.replace("{name}", n) if self.lifetime_request else n)
+                       for n, s in self.lifetimes if s > now), key=lambda x: x[1])
 
     def describe(self) -> str:
         """One line for reports, e.g. ``openai: prefix, min 1024, 128-token steps, TTL 600 s``."""
@@ -137,11 +161,25 @@ class ProviderFile:
     upstream_providers: Mapping[str, str] = field(default_factory=dict)
     sticky_seconds: float | None = None
     facts: tuple[Mapping[str, Any], ...] = ()
+    lifetimes: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = ()
+    lifetime_request: str = ""
 
     @property
     def is_router(self) -> bool:
         """A router (OpenRouter) applies its upstream's rules, not its own."""
         return self.kind == "router"
+
+    def lifetimes_for(self, model: str | None) -> dict[str, float]:
+        """The named cache lifetimes a model offers → seconds: the file's ``retention`` (OpenAI
+        ``prompt_cache_retention``) and ``ttl_options`` (breakpoint or ``prompt_cache_options``
+        TTLs), narrowed by the first ``lifetimes`` entry that matches the model (OpenAI offers
+        ``24h`` only on its extended-retention models; Bedrock the 1-hour TTL only on some
+        Claude models); every one where no entry matches."""
+        every: dict[str, float] = {**{k: float(v) for k, v in self.retention.items()},
+                                   **{k: float(v) for k, v in self.ttl_options.items()}}
+        name = (model or "").split("/")[-1].lower()
+        allowed = next((opts for pats, opts in self.lifetimes if any(fnmatch.fnmatchcase(name, p) for p in pats)), None)
+        return every if allowed is None else {k: v for k, v in every.items() if k in allowed}
 
     def ratio_for(self, model: str | None) -> Mapping[str, Any] | None:
         """How far the approximate tokenizer may be from the provider's for a model:
@@ -180,6 +218,7 @@ class ProviderFile:
         if min_tokens is None:
             min_tokens = next((t for pats, t in self.min_tokens if any(fnmatch.fnmatchcase(name, p) for p in pats)), 0)
         gran = int(spec.get("block_size") or spec.get("granularity") or 1)
+        offered = self.lifetimes_for(model)
         r = CacheRules(
             provider=self.id, kind=self.kind, mode=spec["mode"], min_tokens=int(min_tokens), granularity=gran,
             full_blocks_only=bool(spec.get("full_blocks_only", False)), max_hit_offset=int(spec.get("max_hit_offset", 0)),
@@ -188,15 +227,17 @@ class ProviderFile:
             lookback=spec.get("lookback"), max_breakpoints=spec.get("max_breakpoints"), max_writes=spec.get("max_writes"),
             slots=int(spec.get("slots", 1)), slot_similarity=float(spec.get("slot_similarity", 0.0)),
             implicit=bool(spec.get("implicit", True)) and not explicit_only, max_cached_tokens=spec.get("max_cached_tokens"),
-            endings=tuple(spec.get("endings") or ("user", "tool")),
+            endings=tuple(spec.get("endings") or ("user", "tool")), lifetimes=tuple(offered.items()),
+            lifetime_request=self.lifetime_request,
             source=str(spec.get("source", self.source)), checked=str(spec.get("checked", self.checked)),
         )
-        if retention and retention in self.ttl_options and r.mode == "prefix":
+        # a lifetime the model does not offer is not granted (OpenAI's "24h" on gpt-4.1-mini)
+        if retention and retention in self.ttl_options and retention in offered and r.mode == "prefix":
             r = replace(r, ttl_seconds=float(self.ttl_options[retention]))
-        if retention and retention in self.retention:
+        if retention and retention in self.retention and retention in offered:
             r = replace(r, ttl_seconds=self.retention[retention])
         if ttl is not None:
-            r = replace(r, ttl_seconds=float(ttl) if ttl > 0 else None)
+            r = replace(r, ttl_seconds=float(ttl) if ttl > 0 and ttl != float("inf") else None, ttl_forced=True)
         if block_size is not None:
             if block_size < 1:
                 raise ConfigError("--block-size must be at least 1")
@@ -273,6 +314,17 @@ def parse_provider_file(path: Path) -> ProviderFile:
         if not isinstance(e, dict) or not isinstance(e.get("tokens"), int):
             raise ConfigError(f"{path}: min_tokens[{i}] needs 'match' and integer 'tokens'")
         mins.append((_patterns(e.get("match"), f"{path}: min_tokens[{i}]"), int(e["tokens"])))
+    lifetimes = []
+    for i, e in enumerate(d.get("lifetimes") or []):
+        where = f"{path}: lifetimes[{i}]"
+        if not isinstance(e, dict) or not isinstance(e.get("options"), list):
+            raise ConfigError(f"{where}: needs 'match' and a list 'options'")
+        known = set(d.get("retention") or {}) | set(d.get("ttl_options") or {})
+        bad = [o for o in e["options"] if str(o) not in known]
+        if bad:
+            raise ConfigError(f"{where}: options {bad} are not in 'retention' or 'ttl_options'")
+        check_source(e, where)
+        lifetimes.append((_patterns(e.get("match"), where), tuple(str(o) for o in e["options"])))
     retention = {}
     for k, v in (d.get("retention") or {}).items():
         check_source(v, f"{path}: retention.{k}")
@@ -287,7 +339,8 @@ def parse_provider_file(path: Path) -> ProviderFile:
         route={k: tuple(str(x).lower() for x in (v if isinstance(v, list) else [v])) for k, v in route.items()},
         token_ratio=tuple(ratios), upstreams={str(k).lower(): str(v) for k, v in (d.get("upstreams") or {}).items()},
         upstream_providers={str(k).lower(): str(v) for k, v in (d.get("upstream_providers") or {}).items()},
-        sticky_seconds=d.get("sticky_seconds"), facts=tuple(facts),
+        sticky_seconds=d.get("sticky_seconds"), facts=tuple(facts), lifetimes=tuple(lifetimes),
+        lifetime_request=str(d.get("lifetime_request") or ""),
     )
 
 

@@ -409,8 +409,12 @@ def compute_new(case: str, recs: list[dict], detail: bool = False) -> int:
             n, shared = C.length(recs[k]), C.shared(recs[k], recs[k - 1])
             total += (min(shared, n - 1) // 16) * 16
         return total
-    if case == "C31":  # requests 3 and 5 served by another host: DeepSeek's 64-token units
-        return sum((C.shared(recs[k], recs[k - 1]) // 64) * 64 for k in (2, 4))
+    if case == "C31":  # requests 3 and 5 served by another host (0 reported). DeepSeek V4 persists a unit at
+        # "the end position of the user input": the predecessor's whole input, its generation prompt
+        # (<|start|>assistant, which this request repeats as its assistant message's header) included;
+        # each request extends its predecessor, so the simulation serves all of that unit
+        gen = len(enc("cl100k_base").encode_ordinary("<|start|>assistant"))
+        return sum(C.length(recs[k - 1]) + gen for k in (2, 4) if C.shared(recs[k], recs[k - 1]) == C.length(recs[k - 1]))
     if case == "C32":  # unkeyed: every request but the lucky fourth reads nothing; OpenAI 128-token steps
         return sum((O.shared(recs[k], recs[k - 1]) // 128) * 128 for k in range(1, len(recs)) if k != 3)
     if case == "C33":  # the chain rebuilt from the logged inputs (the responses hold no output): each
