@@ -26,10 +26,10 @@ CORPUS = yaml.safe_load((DATA / "corpus.yaml").read_text(encoding="utf-8"))
 BP = {"breakpoint-window", "mark-tool-results"}
 #: Per case: the change (any of) the plan must make, and what caps it: ``ideal`` (within 5% of the
 #: ideal after the plan) or the provider's limit that holds the ideal back (``minimum``,
-#: ``granularity``), within 5% of what the rules allow.
+#: ``granularity``, ``lifetime``: the longest lifetime the model offers), within 5% of what the rules allow.
 EXPECTED = {
     "C01": ({"move-slots"}, "ideal"), "C02": ({"move-slots"}, "ideal"), "C03": ({"move-slots"}, "ideal"),
-    "C04": ({"move-slots"}, "granularity"), "C06": ({"sort-tools"}, "ideal"), "C07": ({"canonical-json"}, "ideal"),
+    "C04": ({"move-slots"}, "lifetime"), "C06": ({"sort-tools"}, "ideal"), "C07": ({"canonical-json"}, "ideal"),
     "C08": ({"canonical-json-history"}, "ideal"), "C09": (BP, "ideal"), "C10": (BP, "ideal"),
     "C11": ({"mark-tool-results"}, "ideal"), "C12": ({"move-slots"}, "ideal"), "C14": ({"move-slots"}, "ideal"),
     "C15": ({"history-batches"}, "ideal"), "C16": (set(), "minimum"), "C17": ({"move-slots"}, "ideal"),
@@ -185,20 +185,20 @@ def test_cli_written_log_audits_to_the_printed_after(tmp_path):
 
 
 def test_what_is_left_is_reported_in_every_format(tmp_path):
-    """C02 (DeepSeek) after its plan: the tokens between simulated and ideal are the proposed
-    log's unexplained rules gap, described as DeepSeek's cache units (which end with messages),
+    """C26 (DeepSeek) after its plan: the tokens between simulated and ideal are the proposed
+    log's unexplained rules gap, described as DeepSeek's cache prefix units,
     never as breakpoints, which DeepSeek does not have; the same causes in the JSON, text,
     Markdown and HTML reports (their proposal sections)."""
     import subprocess
     import sys
 
-    case = next(c for c in _cases() if c.startswith("C02"))
+    case = next(c for c in _cases() if c.startswith("C26"))
     res = _propose(case)
     (p,) = res.proposals
     rules = p.remaining.of("rules")
     assert [c.rule for c in rules] == ["unexplained"]
     assert rules[0].tokens == p.after["ideal"].cached_tokens - p.after["simulated"].cached_tokens > 0
-    assert "cache unit" in rules[0].description and "breakpoint" not in rules[0].description
+    assert "cache prefix unit" in rules[0].description and "breakpoint" not in rules[0].description
     outs = {}
     for fmt in ("json", "text", "markdown", "html"):
         out = tmp_path / f"r.{fmt}"
@@ -216,5 +216,5 @@ def test_what_is_left_is_reported_in_every_format(tmp_path):
     outs["markdown"] = md[md.index("#### Proposals"):]
     for fmt in ("text", "markdown", "html"):
         flat = " ".join(outs[fmt].split())
-        assert f"{rules[0].tokens:,} tokens" in flat and "after the last cache unit" in flat, fmt
+        assert f"{rules[0].tokens:,} tokens" in flat and "cache prefix unit" in flat, fmt
         assert "after the last breakpoint" not in flat, fmt
