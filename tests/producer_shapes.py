@@ -126,7 +126,8 @@ def helicone(records: list[dict], provider: str = "OPENAI") -> list[dict]:
     for k, c in enumerate(calls(records)):
         body, t, resp = c["body"], c["time"], c["response"]
         u = usage_numbers(resp) or (None,) * 4  # no usage logged: none exported
-        path = "https://api.anthropic.com/v1/messages" if anthropic_body(body) else "https://api.openai.com/v1/chat/completions"
+        path = "https://api.anthropic.com/v1/messages" if anthropic_body(body) else \
+            "https://api.openai.com/v1/responses" if "input" in body else "https://api.openai.com/v1/chat/completions"
         rows.append({"response_id": str(uuid.UUID(int=500 + k)), "response_created_at": t.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3],
                      "response_status": 200, "request_id": str(uuid.UUID(int=700 + k)),
                      "request_created_at": t.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3],
@@ -236,7 +237,8 @@ def portkey(records: list[dict]) -> list[dict]:
         rows.append({"created_at": t.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S"), "request.body": body,
                      "response.body": resp or {}, "is_success": 1, "ai_org": "openai", "ai_model": body.get("model"),
                      "req_units": u[0], "res_units": u[3], "total_units": u[0] and u[0] + u[3], "cost": 0.11, "cost_currency": "USD",
-                     "request_url": "https://api.openai.com/v1/chat/completions", "response_status_code": 200,
+                     "request_url": "https://api.openai.com/v1/" + ("responses" if "input" in body else "chat/completions"),
+                     "response_status_code": 200,
                      "cache_status": "DISABLED", "trace_id": c["session"] or "trace-1", "mode": "SINGLE",
                      "virtual_key": "openai-prod-7f"})
     return rows
