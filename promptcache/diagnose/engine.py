@@ -44,7 +44,7 @@ from ..simulate.boundaries import BoundarySim
 from ..simulate.rules import CacheRules, ProviderFile
 from .accounting import UNEXPLAINED
 from .findings import Candidate, Finding, aggregate
-from .redact import Evidence, Excerpt
+from .redact import Evidence, Excerpt, identifier
 from .rules import Rule, load_rules
 from . import verdict as _verdict
 
@@ -462,8 +462,11 @@ class Diagnoser:
         tail = _conversation_start(rp) if family else _tail_start(rp)
         pair = Pair(r, p, rp, pp, ctx, d, i, j, _char_at(rp, ctx, i, d), tail, step.rules)
         in_tail = i >= pair.tail
+        # a prompt logged as one rendered text (vLLM and SGLang request logs, completion prompts)
+        # has no newest turn to tell apart: a value located at the break is named wherever it is
+        rendered = len(r.parts) == 1 and len(p.parts) == 1
         for check in (self._parameter, self._structure, self._values):
-            if check(step, pair, in_tail):
+            if check(step, pair, in_tail and not (rendered and check == self._values)):
                 return
         if not in_tail:
             self._fallback(step, pair)
@@ -939,7 +942,8 @@ class Diagnoser:
             rule = self._first("key-usage", "check", "unique")
             if rule is not None:
                 return rule, (f"{o.provider}/{o.model or '-'}",), None, None, \
-                    {"cache_key": step.request.cache_key, "namespace": f"{o.provider}/{o.model or '-'}"}, {}
+                    Evidence({"cache_key": identifier("cache_key", step.request.cache_key),
+                              "namespace": f"{o.provider}/{o.model or '-'}"}, self.show), {}
         if rules.mode == "breakpoints" and rp.segments:
             return self._breakpoint_cause(step, writer, reason)
         return None
@@ -1076,7 +1080,7 @@ class Diagnoser:
                   gap="reported", **values)
 
     def _reported_cause(self, step: Step, prev: Request | None
-                        ) -> tuple[Rule, tuple[Any, ...], dict[str, Any], dict[str, Any]] | None:
+                        ) -> tuple[Rule, tuple[Any, ...], dict[str, Any] | Evidence, dict[str, Any]] | None:
         r, o = step.request, step.outcome
         checks = {ru.options.get("check"): ru for ru in self.by_kind.get("reported-usage", ())}
         ns = f"{o.provider}/{o.model or '-'}"
@@ -1100,8 +1104,9 @@ class Diagnoser:
                 now = r.cache_key if name == "cache_key" else r.affinity.get(name)
                 before = prev.cache_key if name == "cache_key" else prev.affinity.get(name)
                 if now is not None and before is not None and now != before:
-                    return checks["affinity"], (ns, name), {"identifier": name, "before": before, "after": now}, \
-                        {"identifier": name}
+                    return checks["affinity"], (ns, name), \
+                        Evidence({"identifier": name, "before": identifier(name, before), "after": identifier(name, now)},
+                                 self.show), {"identifier": name}
         v = r.response.verdict if r.response is not None else None
         if "verdict" in checks and v is not None and v.kind == "cache_miss" and v.reason:
             # the provider saw a change the logged request does not show (the log's copy would
@@ -1168,7 +1173,8 @@ class Diagnoser:
                 if rule.options.get("check") == "overflow" and len(win) > int(rule.options.get("rpm_limit", 15)):
                     self.overflow.setdefault((ideal_ns, r.cache_key), []).append(step.outcome.index)
                     self._add(step, rule, (ideal_ns, r.cache_key), segment=None, char=None, token=None,
-                              evidence={"cache_key": r.cache_key, "requests_per_minute": len(win)},
+                              evidence=Evidence({"cache_key": identifier("cache_key", r.cache_key),
+                                                 "requests_per_minute": len(win)}, self.show),
                               lost=0, cost=None, gap=None, rpm=len(win), limit=int(rule.options.get("rpm_limit", 15)))
 
     def _finish_shared_keys(self) -> None:
@@ -1192,8 +1198,8 @@ class Diagnoser:
                 continue
             shown = "over" if rpm == float("inf") else f"{rpm:.0f}"
             self.cands.append(Candidate(rule, (ns, key), index, path, line, None, None, None,
-                                        {"cache_key": key, "conversations": len(convs), "requests_per_minute": shown,
-                                         "limit": limit}, 0, None,
+                                        Evidence({"cache_key": identifier("cache_key", key), "conversations": len(convs),
+                                                  "requests_per_minute": shown, "limit": limit}, self.show), 0, None,
                                         {"conversations": len(convs), "rpm": shown, "limit": limit}, None))
 
     def _finish_keys(self) -> None:

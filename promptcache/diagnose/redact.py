@@ -261,6 +261,39 @@ class Excerpt:
 
 
 @record
+class Personal:
+    """A per-user value quoted whole, outside the prompt text: a routing identifier (OpenAI
+    ``user``, ``safety_identifier``, a session header) or a cache key, which clients derive
+    from a user or a conversation. Shown as its kind and salted fingerprint (``<user id
+    #3fa2c1d0>``: the same value, the same fingerprint) unless ``--show-text``.
+
+    Attributes:
+        kind: what the value is (``user id``, ``session id``, ``cache key``).
+        value: the value.
+    """
+
+    kind: str
+    value: str
+
+    def render(self, show: bool = False) -> str:
+        """The value (``show``), else its kind and fingerprint."""
+        return self.value if show else _placeholder(self.kind, self.value)
+
+
+#: The kind of each routing identifier a request carries (``Request.affinity`` names, and
+#: ``cache_key``), as :class:`Personal` shows it.
+IDENTIFIER_KINDS = {"user": "user id", "safety_identifier": "user id", "metadata.user_id": "user id",
+                    "portkey._user": "user id", "cache_key": "cache key"}
+
+
+def identifier(name: str, value: str | None) -> Personal | None:
+    """A routing identifier's value as :class:`Personal` (session headers: ``session id``)."""
+    if value is None:
+        return None
+    return Personal(IDENTIFIER_KINDS.get(name, "session id"), str(value))
+
+
+@record
 class Evidence:
     """A cause instance's evidence whose :class:`Excerpt` values are formatted on demand.
 
@@ -279,8 +312,8 @@ class Evidence:
         kind = None
         if not self.show:
             kind = next((k for v in self.items.values() if isinstance(v, Excerpt) and (k := v.personal())), None)
-        return {k: v.render(self.show, focus_kind=kind) if isinstance(v, Excerpt) else v
-                for k, v in self.items.items()}
+        return {k: v.render(self.show, focus_kind=kind) if isinstance(v, Excerpt) else
+                v.render(self.show) if isinstance(v, Personal) else v for k, v in self.items.items()}
 
 
 def masks(text: str, start: int, end: int) -> bool:

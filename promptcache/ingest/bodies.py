@@ -363,14 +363,21 @@ class BodyReader(Reader):
     def read(self, rec: Any, src: Source, opts: Any) -> Any:
         req = read_body(rec, src, opts, self.fmt, self._unwrap(rec))
         keys = batch_keys(rec)
+        rid = req.response.id if req.response is not None else None
+        if rid and rid.startswith("gen-"):  # an OpenRouter generation: its stats (another file) join it
+            keys += (f"openrouter:{rid}",)
         return Keyed(req, keys=keys) if keys else req
 
     def merge(self, first: Request, later: Request) -> Request:
         """A request and its batch result: the result's usage and response (its turn numbered
-        after the request's messages)."""
+        after the request's messages); or a request and the OpenRouter generation stats of its
+        response: the upstream that served it, where its own response does not say."""
         if first.response is None and later.response is not None and later.response.parts:
             n = 1 + max((p.message for p in first.parts if p.message is not None), default=-1)
             later = replace(later, response=shifted(later.response, n))
+        if first.response is not None and not first.response.upstream and later.response is not None \
+                and later.response.upstream:
+            first = replace(first, response=replace(first.response, upstream=later.response.upstream))
         return super().merge(first, later)
 
 
