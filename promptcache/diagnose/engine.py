@@ -1140,10 +1140,18 @@ class Diagnoser:
         """Put the provider's own cache verdict beside each cause found for the request, and
         whether it names the place of the located cause (:mod:`.verdict`); ``p`` is the request
         the causes were located against."""
-        parts = {x.path: x for x in r.parts}
+        wanted = {c.segment for c in cands if c.segment}
+        parts: dict[str, Part] = {}
+        for x in r.parts:  # the parts the causes sit in (most sit early: stop once all are found)
+            if not wanted:
+                break
+            if x.path in wanted:
+                parts[x.path] = x
+                wanted.discard(x.path)
         pred = p.response.id if p is not None and p.response is not None else None
+        text = _verdict.describe(verdict)
         for c in cands:
-            c.verdict = _verdict.read(verdict, c.rule, c.segment, c.values, parts, pred)
+            c.verdict = _verdict.read(verdict, c.rule, c.segment, c.values, parts, pred, text)
 
     # ------------------------------------------------------------------ cache keys
 

@@ -155,11 +155,12 @@ def compare(v: CacheVerdict, area: str | None) -> tuple[bool | None, str | None]
 
 
 def read(v: CacheVerdict, rule: Any, segment: str | None, values: dict[str, Any], parts: dict[str, Part],
-         predecessor: str | None = None) -> Reading:
+         predecessor: str | None = None, text: str | None = None) -> Reading:
     """The :class:`Reading` of one request's verdict beside one of its causes; ``predecessor`` is
-    the response id of the request the diagnosis compared with, where the log has it."""
+    the response id of the request the diagnosis compared with, where the log has it; ``text``
+    the verdict described (:func:`describe`), where the caller has it."""
     agrees, note = compare(v, area_of(v.source, rule, segment, values, parts))
     if agrees is False and segment and segment in parts:
         note = f"{note}, at {segment}"
     other = v.compared_to if v.compared_to and predecessor and v.compared_to != predecessor else None
-    return Reading(describe(v), agrees, note, other)
+    return Reading(text or describe(v), agrees, note, other)
