@@ -244,11 +244,12 @@ def portkey(records: list[dict]) -> list[dict]:
     return rows
 
 
-def bedrock(records: list[dict], model_id: str = "anthropic.claude-sonnet-4-5-20250929-v1:0") -> list[dict]:
+def bedrock(records: list[dict]) -> list[dict]:
     """Bedrock model invocation log records of InvokeModel calls with Anthropic Messages bodies
-    (``anthropic_version`` in, ``model`` out: the model is the URL's)."""
+    (``anthropic_version`` in, ``model`` out: the model is the URL's, a Bedrock model id)."""
     rows = []
     for k, c in enumerate(calls(records)):
+        model_id = f"anthropic.{c['body'].get('model')}-v1:0"
         body = {"anthropic_version": "bedrock-2023-05-31", **{key: v for key, v in c["body"].items() if key != "model"}}
         u = usage_numbers(c["response"])
         counts = {} if u is None else {"inputTokenCount": u[0] - u[1] - u[2], "cacheReadInputTokenCount": u[1],

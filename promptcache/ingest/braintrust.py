@@ -41,7 +41,9 @@ def _anthropic_input(inp: list[Any], md: Any) -> tuple[tuple[Part, ...], dict[st
     ``tool_choice`` and ``thinking`` in ``metadata`` (braintrust-sdk ``integrations/anthropic``
     ``_get_input_from_kwargs``, ``METADATA_PARAMS``). Read as the Messages body it was, in
     Anthropic's prefix order (tools, system, messages) with its ``cache_control`` breakpoints,
-    each part named where the row holds it (``metadata.tools[i]``, ``input[N].content``).
+    each part named where the row holds it (``metadata.tools[i]``; the system prompt, always the
+    list's last item, ``input[-1].content``: a path that stays the same as the conversation
+    grows, as the comparison of consecutive requests needs).
 
     Raises:
         BadRecord: for a malformed message.
@@ -55,7 +57,7 @@ def _anthropic_input(inp: list[Any], md: Any) -> tuple[tuple[Part, ...], dict[st
         if v is not None:
             body[k] = v
     b = parse_body(body, "anthropic")
-    here = f"input[{at[-1]}].content" if at else ""
+    here = "input[-1].content" if at else ""
     parts = tuple(Part(p.kind, here + p.path[len("system"):], p.text, p.role, p.message, p.breakpoint)
                   if at and p.path.startswith("system") else p
                   for p in reprefix(reprefix(b.parts, "messages", "input"), "tools", "metadata.tools"))
