@@ -249,3 +249,23 @@ def test_an_inconclusive_verdict_is_shown_and_not_compared(tmp_path, kind):
     f = next(f for f in audit([path], AuditOptions()).findings if f.rule.id == "tools-reordered")
     assert f.evidence["provider_verdict"] == f"openai: {kind}"
     assert "provider_agrees" not in f.evidence and "provider_disagrees" not in f.evidence
+
+
+def test_a_verdict_against_another_request_than_the_predecessor_says_which(tmp_path):
+    """Turn 2 names an older conversation's response as its previous message (a client that
+    keeps a stale id): the provider compared with msg_0777, the diagnosis with turn 1; the
+    finding says which the provider compared with."""
+    recs = []
+    for k, (prev, d) in enumerate([(None, None), ("msg_0777", miss("system_changed", 1490)),
+                                   ("msg_0001", miss("system_changed", 1530))]):
+        recs.append({"timestamp": f"2026-05-01T10:0{k}:1{k}Z", "request": anthropic_body(k, prev),
+                     "response": anthropic_response(k, d)})
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+    f = next(f for f in audit([path], AuditOptions()).findings if f.rule.id == "timestamp-in-prefix")
+    assert f.evidence["provider_compared_with"] == "msg_0777" and f.evidence["provider_agrees"] is True
+    assert "compared with msg_0777, not the request the cause was located against" in cli_text(path)
+    recs[1]["request"]["diagnostics"]["previous_message_id"] = "msg_0000"  # its predecessor: nothing to say
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+    f = next(f for f in audit([path], AuditOptions()).findings if f.rule.id == "timestamp-in-prefix")
+    assert "provider_compared_with" not in f.evidence

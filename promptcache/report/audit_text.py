@@ -174,6 +174,8 @@ def verdict_lines(ev: dict) -> list[str]:
     for text, k in (ev.get("provider_verdicts") or {}).items():
         if text != ev["provider_verdict"]:
             out.append(f"  also: {text} ({counted(k, 'request')})")
+    if ev.get("provider_compared_with"):
+        out.append(f"  compared with {ev['provider_compared_with']}, not the request the cause was located against")
     if ev.get("provider_disagrees"):
         out.append(f"  disagrees: {ev['provider_disagrees']}")
     elif ev.get("provider_agrees"):
