@@ -125,7 +125,8 @@ class CacheVerdict:
         source: who gave it: ``anthropic`` or ``openai``.
         kind: the verdict's type as the provider spells it (``cache_hit``, ``cache_miss``,
             ``comparison_response_not_found``, ``unavailable``; Anthropic's miss reasons are
-            verdicts of kind ``cache_miss``).
+            verdicts of kind ``cache_miss``, and its null ``diagnostics`` where a previous
+            message was named, ``no_divergence``).
         reason: the provider's reason (``system_changed``, ``tools_changed``,
             ``prompt_cache_key_changed``, ``input_changed`` ...), or ``None``.
         missed_tokens: prompt tokens the provider says missed the cache, or ``None``.

@@ -36,7 +36,7 @@ import numpy as np
 from ..prepare import Context as _Context
 from ..step import Step
 from ..content import documents, looks_like_documents, normalize_whitespace, stable_documents
-from ..model import Part, Request
+from ..model import CacheVerdict, Part, Request
 from ..prefix.lcp import common_prefix
 from ..pricing import PriceBook, Rates
 from ..simulate import Prompt
@@ -44,8 +44,9 @@ from ..simulate.boundaries import BoundarySim
 from ..simulate.rules import CacheRules, ProviderFile
 from .accounting import UNEXPLAINED
 from .findings import Candidate, Finding, aggregate
-from .redact import Evidence, Excerpt
+from .redact import Evidence, Excerpt, identifier
 from .rules import Rule, load_rules
+from . import verdict as _verdict
 
 #: Requests kept in memory per model to serve as predecessors (their text and tokens). Per
 #: model, so a run split by namespace (``--dask``) keeps exactly what a single run keeps.
@@ -400,6 +401,7 @@ class Diagnoser:
         self.latest[ideal_ns] = o.index
         best: list[Candidate] = []
         best_cf: tuple[int, float | None] | None = None
+        best_pred: Request | None = preds[0][0][0] if preds else None
         if step.context is not None and step.prompt.segments:
             best_lost = -1
             for k, (got, family) in enumerate(preds):
@@ -413,7 +415,7 @@ class Diagnoser:
                 self._pair(step, got[0], got[1], family)
                 lost = sum(c.tokens_lost for c in self._buf)
                 if lost > best_lost or (lost == best_lost and self._buf and not best):
-                    best, best_lost, best_cf = self._buf, lost, self._cf
+                    best, best_lost, best_cf, best_pred = self._buf, lost, self._cf, got[0]
             recent[o.index] = (r, step.prompt, step.context)
             if len(recent) > RECENT:
                 recent.popitem(last=False)
@@ -436,7 +438,7 @@ class Diagnoser:
             self._shadow_1h(step)
         verdict = r.response.verdict if r.response is not None else None
         if verdict is not None:
-            self._show_verdict(self.cands[start:], verdict)
+            self._show_verdict(self.cands[start:], r, verdict, best_pred)
 
     def finish(self) -> list[Finding]:
         """Aggregate everything seen into ranked findings."""
@@ -472,8 +474,11 @@ class Diagnoser:
         tail = _conversation_start(rp) if family else _tail_start(rp)
         pair = Pair(r, p, rp, pp, ctx, d, i, j, _char_at(rp, ctx, i, d), tail, step.rules)
         in_tail = i >= pair.tail
+        # a prompt logged as one rendered text (vLLM and SGLang request logs, completion prompts)
+        # has no newest turn to tell apart: a value located at the break is named wherever it is
+        rendered = len(r.parts) == 1 and len(p.parts) == 1
         for check in (self._parameter, self._structure, self._values):
-            if check(step, pair, in_tail):
+            if check(step, pair, in_tail and not (rendered and check == self._values)):
                 return
         if not in_tail:
             self._fallback(step, pair)
@@ -951,7 +956,8 @@ class Diagnoser:
             rule = self._first("key-usage", "check", "unique")
             if rule is not None:
                 return rule, (f"{o.provider}/{o.model or '-'}",), None, None, \
-                    {"cache_key": step.request.cache_key, "namespace": f"{o.provider}/{o.model or '-'}"}, {}
+                    Evidence({"cache_key": identifier("cache_key", step.request.cache_key),
+                              "namespace": f"{o.provider}/{o.model or '-'}"}, self.show), {}
         if rules.mode == "breakpoints" and rp.segments:
             return self._breakpoint_cause(step, writer, reason)
         return None
@@ -1088,7 +1094,7 @@ class Diagnoser:
                   gap="reported", **values)
 
     def _reported_cause(self, step: Step, prev: Request | None
-                        ) -> tuple[Rule, tuple[Any, ...], dict[str, Any], dict[str, Any]] | None:
+                        ) -> tuple[Rule, tuple[Any, ...], dict[str, Any] | Evidence, dict[str, Any]] | None:
         r, o = step.request, step.outcome
         checks = {ru.options.get("check"): ru for ru in self.by_kind.get("reported-usage", ())}
         ns = f"{o.provider}/{o.model or '-'}"
@@ -1112,8 +1118,18 @@ class Diagnoser:
                 now = r.cache_key if name == "cache_key" else r.affinity.get(name)
                 before = prev.cache_key if name == "cache_key" else prev.affinity.get(name)
                 if now is not None and before is not None and now != before:
-                    return checks["affinity"], (ns, name), {"identifier": name, "before": before, "after": now}, \
-                        {"identifier": name}
+                    return checks["affinity"], (ns, name), \
+                        Evidence({"identifier": name, "before": identifier(name, before), "after": identifier(name, now)},
+                                 self.show), {"identifier": name}
+        v = r.response.verdict if r.response is not None else None
+        if "verdict" in checks and v is not None and v.kind == "cache_miss" and v.reason:
+            # the provider saw a change the logged request does not show (the log's copy would
+            # have broken the prefix in the content gap, not left the simulation serving it)
+            area = _verdict.REASON_AREA.get((v.source, v.reason))
+            change = f"a change in {_verdict.WORDS[area]}" if area in _verdict.WORDS else "a change"
+            return checks["verdict"], (ns, v.source, v.reason), \
+                {"provider_reason": v.reason, "provider_missed_tokens": v.missed_tokens, "simulated_tokens": o.cached_tokens,
+                 "reported_tokens": r.usage.cache_read_tokens if r.usage else None}, {"change": change, "reason": v.reason}
         if "ttl" in checks and r.arrival is not None and prev.arrival is not None:
             idle = r.arrival - prev.arrival
             low = float(checks["ttl"].options.get(f"min_ttl_{o.provider}", checks["ttl"].options.get("min_ttl_seconds", 300)))
@@ -1121,21 +1137,35 @@ class Diagnoser:
                 return checks["ttl"], (ns,), {"idle_seconds": round(idle, 1), "documented_min_ttl_seconds": low}, \
                     {"idle": int(idle), "min_ttl": int(low), "longer": _longer(step.rules.longer_lifetimes(), o.model)}
         if "no-key" in checks and step.rules.kind == "provider" and r.cache_key is None and not r.affinity \
-                and not r.session:
-            # nothing tells the provider which cache machine holds the prefix
+                and self._routes_by_key(o.provider):
+            # nothing tells the provider which cache machine holds the prefix (a session the log
+            # groups requests by is not sent to it: only a key or an affinity identifier routes)
             return checks["no-key"], (ns,), {"cache_key": None, "reported_cached_tokens": r.usage.cache_read_tokens if r.usage else None,
                                              "simulated_tokens": o.cached_tokens}, {}
         return None
 
-    def _show_verdict(self, cands: Sequence[Candidate], verdict: Any) -> None:
-        """Put the provider's own cache verdict beside each cause located for the request."""
-        text = f"{verdict.source}: {verdict.kind}" + (f" ({verdict.reason})" if verdict.reason else "") + \
-            (f", {verdict.missed_tokens:,} tokens missed" if verdict.missed_tokens is not None else "")
+    def _routes_by_key(self, provider: str) -> bool:
+        """Whether a provider routes requests to cache machines by a key the request carries
+        (its rules file's ``namespace`` names ``cache_key`` or an ``affinity:`` identifier)."""
+        pf = self.providers.get(provider)
+        return pf is not None and any(n == "cache_key" or n.startswith("affinity:") for n in pf.namespace)
+
+    def _show_verdict(self, cands: Sequence[Candidate], r: Request, verdict: CacheVerdict, p: Request | None) -> None:
+        """Put the provider's own cache verdict beside each cause found for the request, and
+        whether it names the place of the located cause (:mod:`.verdict`); ``p`` is the request
+        the causes were located against."""
+        wanted = {c.segment for c in cands if c.segment}
+        parts: dict[str, Part] = {}
+        for x in r.parts:  # the parts the causes sit in (most sit early: stop once all are found)
+            if not wanted:
+                break
+            if x.path in wanted:
+                parts[x.path] = x
+                wanted.discard(x.path)
+        pred = p.response.id if p is not None and p.response is not None else None
+        text = _verdict.describe(verdict)
         for c in cands:
-            if isinstance(c.evidence, Evidence):
-                c.evidence.items["provider_verdict"] = text
-            else:
-                c.evidence = {**c.evidence, "provider_verdict": text}
+            c.verdict = _verdict.read(verdict, c.rule, c.segment, c.values, parts, pred, text)
 
     # ------------------------------------------------------------------ cache keys
 
@@ -1165,7 +1195,8 @@ class Diagnoser:
                 if rule.options.get("check") == "overflow" and len(win) > int(rule.options.get("rpm_limit", 15)):
                     self.overflow.setdefault((ideal_ns, r.cache_key), []).append(step.outcome.index)
                     self._add(step, rule, (ideal_ns, r.cache_key), segment=None, char=None, token=None,
-                              evidence={"cache_key": r.cache_key, "requests_per_minute": len(win)},
+                              evidence=Evidence({"cache_key": identifier("cache_key", r.cache_key),
+                                                 "requests_per_minute": len(win)}, self.show),
                               lost=0, cost=None, gap=None, rpm=len(win), limit=int(rule.options.get("rpm_limit", 15)))
 
     def _finish_shared_keys(self) -> None:
@@ -1189,8 +1220,8 @@ class Diagnoser:
                 continue
             shown = "over" if rpm == float("inf") else f"{rpm:.0f}"
             self.cands.append(Candidate(rule, (ns, key), index, path, line, None, None, None,
-                                        {"cache_key": key, "conversations": len(convs), "requests_per_minute": shown,
-                                         "limit": limit}, 0, None,
+                                        Evidence({"cache_key": identifier("cache_key", key), "conversations": len(convs),
+                                                  "requests_per_minute": shown, "limit": limit}, self.show), 0, None,
                                         {"conversations": len(convs), "rpm": shown, "limit": limit}, None))
 
     def _finish_keys(self) -> None:

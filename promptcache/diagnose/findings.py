@@ -39,6 +39,8 @@ class Candidate:
         gap: the accounting gap its tokens belong to (``content``, ``rules``, ``reported``:
             :mod:`.accounting`), or ``None`` for a finding that claims no lost tokens (a what-if
             saving, a rate warning).
+        verdict: the provider's own cache verdict for the request beside this cause
+            (:class:`~.verdict.Reading`), or ``None`` when the response carried none.
     """
 
     rule: Rule
@@ -54,6 +56,7 @@ class Candidate:
     cost_lost: Decimal | None
     values: dict[str, Any] = field(default_factory=dict)
     gap: str | None = None
+    verdict: Any = None
 
 
 @dataclass
@@ -65,7 +68,8 @@ class Finding:
         message: the rule's message filled from the first instance and the totals.
         path, line: file and line of the first affected request.
         segment, char_offset, token_index: where the cause sits in that request.
-        evidence: the first instance's evidence (redacted unless ``--show-text``).
+        evidence: the first instance's evidence (redacted unless ``--show-text``), with the
+            provider's own verdict where responses carried one (:func:`verdicts`).
         requests: affected requests.
         tokens_lost: tokens lost over the whole log.
         cost_usd_lost: money lost over the log under the simulated rules, or ``None``.
@@ -108,6 +112,39 @@ class Finding:
         }
 
 
+def verdicts(cs: list[Candidate], shown: Candidate) -> dict[str, Any]:
+    """The provider's own verdicts over a finding's instances, as evidence: ``provider_verdict``
+    (the shown instance's, else the first instance's that has one), ``provider_verdicts`` (each
+    distinct verdict and its requests, where they differ), ``provider_verdict_requests``
+    (instances with a verdict, where not all have one) and, where any disagrees with the located
+    cause, ``provider_disagrees`` (the first disagreement, in words, and on how many requests),
+    else ``provider_agrees``; ``provider_compared_with`` where the provider compared the shown
+    instance with another request than the diagnosis did."""
+    got = [c for c in cs if c.verdict is not None]
+    if not got:
+        return {}
+    first = shown if shown.verdict is not None else got[0]
+    out: dict[str, Any] = {"provider_verdict": first.verdict.text}
+    texts: dict[str, int] = {}
+    for c in got:
+        texts[c.verdict.text] = texts.get(c.verdict.text, 0) + 1
+    if len(texts) > 1:
+        out["provider_verdicts"] = texts
+    if len(got) < len(cs):
+        out["provider_verdict_requests"] = len(got)
+    if first.verdict.elsewhere:
+        out["provider_compared_with"] = first.verdict.elsewhere
+    against = [c for c in got if c.verdict.agrees is False]
+    if against:
+        lead = first if first.verdict.agrees is False else against[0]
+        n = len(against)
+        out["provider_disagrees"] = lead.verdict.note + (f"; on {n} of {len(got)} requests with a verdict"
+                                                         if len(got) > 1 else "")
+    elif any(c.verdict.agrees for c in got):
+        out["provider_agrees"] = True
+    return out
+
+
 def aggregate(cands: list[Candidate]) -> list[Finding]:
     """Group candidates by (rule, key) and rank by money lost, then tokens lost, then severity."""
     groups: dict[tuple[str, tuple[Any, ...]], list[Candidate]] = {}
@@ -124,7 +161,8 @@ def aggregate(cands: list[Candidate]) -> list[Finding]:
             offsets[c.char_offset] = offsets.get(c.char_offset, 0) + 1
         mode = max(offsets, key=lambda k: offsets[k])
         first = next(c for c in cs if c.char_offset == mode)
-        evidence = first.evidence.resolve() if isinstance(first.evidence, Evidence) else first.evidence
+        evidence = first.evidence.resolve() if isinstance(first.evidence, Evidence) else dict(first.evidence)
+        evidence.update(verdicts(cs, first))
         tokens = sum(c.tokens_lost for c in cs)
         priced = [c.cost_lost for c in cs if c.cost_lost is not None]
         cost = sum(priced, Decimal(0)) if priced else None

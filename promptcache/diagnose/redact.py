@@ -14,9 +14,11 @@ created, mode 0600, on first use), else, where that cannot be written, a fresh o
 
 Personal values are found as the ``user-data-before-shared`` rule (PC108) finds them: a name
 after the words that introduce one (``speaking with``, ``customer:``, ``Dear``), an id after
-``customer id``, ``account no.`` and the like, an e-mail address; and account ids of the shapes
-payment systems give them (``cus_``, ``acct_``), phone numbers in international form or after
-``phone``/``tel``/``mobile``. A quote's surroundings (its context) are searched too, so a value
+``customer id``, ``account no.`` and the like, an e-mail address, the value of an identity line
+(``member: ...``, ``thread: ...``, ``workspace: ...``); and account ids of the shapes payment
+systems give them (``cus_``, ``acct_``), phone numbers in international form or after
+``phone``/``tel``/``mobile``, and what environment snapshots (PC107) quote of a person: the user
+of a home directory (``/home/<user>``, ``/Users/<user>``) and a commit's author. A quote's surroundings (its context) are searched too, so a value
 cut off from the words that mark it is masked all the same.
 """
 
@@ -47,7 +49,8 @@ _SECRETS: tuple[re.Pattern[str], ...] = (
 )
 #: Personal values, with their kind: each pattern's ``v`` group is the value, and where two
 #: overlap the earlier pattern wins (``customer id C-6350`` is an account id, not the name
-#: ``id C``). The e-mail and account id patterns are the ``user-data-before-shared`` rule's own
+#: ``id C``; ``member: Ana Silva`` an identity line's name, not the name after ``user``). The
+#: e-mail, account id and identity-line patterns are the ``user-data-before-shared`` rule's own
 #: (``rules/lint/user-data-before-shared.yaml``); its name pattern takes any word after
 #: ``user``, ``name`` or ``hi`` (``user note``, ``hi there``), so in quoted text a name is
 #: capitalised words after those cues, or a handle after ``user:``.
@@ -59,10 +62,20 @@ _PERSONAL: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?<![\w+])(?P<v>\+[1-9]\d{0,2}(?:[ .-]?\(?\d{1,4}\)?){2,5}\d)(?![\d])"), "phone number"),
     (re.compile(r"(?i)\b(?:phone|tel|telephone|mobile|cell)(?:\s*(?:no\.?|number|#))?\s*[:#=]?\s*"
                 r"(?P<v>\+?\d[\d ().-]{5,18}\d)"), "phone number"),
+    # identity lines, as the rule's own pattern takes them ("member: Ana Silva", "thread: cv_a91"),
+    # and a commit's author in a git snapshot
+    (re.compile(r"(?i)(?:^|(?<=\n))[ \t]*(?:member|user|customer|contact|sender|requester|name|full name|"
+                r"author|committer)(?:[ _-]?name)?\s*[:=]\s*(?P<v>[^\s<][^\n<]{0,80}?)[ \t]*(?=<|\n|$)"), "name"),
+    (re.compile(r"(?i)(?:^|(?<=\n))[ \t]*(?:thread|conversation|conv|session|chat)(?:[ _-]?id)?\s*[:=]\s*"
+                r"(?P<v>\S[^\n]{0,80}?)[ \t]*(?=\n|$)"), "conversation id"),
+    (re.compile(r"(?i)(?:^|(?<=\n))[ \t]*(?:account|tenant|org(?:anization)?|workspace)(?:[ _-]?(?:id|name))?\s*[:=]\s*"
+                r"(?P<v>\S[^\n]{0,80}?)[ \t]*(?=\n|$)"), "account id"),
     (re.compile(r"(?i:speaking with|talking to|chatting with|assisting|helping|serving|user(?:name)?|"
                 r"customer(?: name)?|name|hello,?|hi,?|dear)\s*:?\s+(?P<v>[A-Z][a-zA-Z'-]+(?: [A-Z][a-zA-Z'-]+){0,3})"),
      "name"),
     (re.compile(r"(?i:\b(?:user(?:\s*name)?|login|handle))\s*[:=]\s*(?P<v>[A-Za-z0-9][\w.-]{1,40})"), "name"),
+    # a home directory names its user (a working directory, a path in a git snapshot)
+    (re.compile(r"(?P<v>(?:/home|/Users|[A-Za-z]:\\Users)[/\\][^/\\\s]+)"), "home directory"),
 )
 #: The rule's own name pattern, for the value a finding quotes alone (:meth:`Excerpt.value`):
 #: whatever the rule took for a per-user value is masked (tests/test_redact.py checks it), and
@@ -261,6 +274,39 @@ class Excerpt:
 
 
 @record
+class Personal:
+    """A per-user value quoted whole, outside the prompt text: a routing identifier (OpenAI
+    ``user``, ``safety_identifier``, a session header) or a cache key, which clients derive
+    from a user or a conversation. Shown as its kind and salted fingerprint (``<user id
+    #3fa2c1d0>``: the same value, the same fingerprint) unless ``--show-text``.
+
+    Attributes:
+        kind: what the value is (``user id``, ``session id``, ``cache key``).
+        value: the value.
+    """
+
+    kind: str
+    value: str
+
+    def render(self, show: bool = False) -> str:
+        """The value (``show``), else its kind and fingerprint."""
+        return self.value if show else _placeholder(self.kind, self.value)
+
+
+#: The kind of each routing identifier a request carries (``Request.affinity`` names, and
+#: ``cache_key``), as :class:`Personal` shows it.
+IDENTIFIER_KINDS = {"user": "user id", "safety_identifier": "user id", "metadata.user_id": "user id",
+                    "portkey._user": "user id", "cache_key": "cache key"}
+
+
+def identifier(name: str, value: str | None) -> Personal | None:
+    """A routing identifier's value as :class:`Personal` (session headers: ``session id``)."""
+    if value is None:
+        return None
+    return Personal(IDENTIFIER_KINDS.get(name, "session id"), str(value))
+
+
+@record
 class Evidence:
     """A cause instance's evidence whose :class:`Excerpt` values are formatted on demand.
 
@@ -279,8 +325,8 @@ class Evidence:
         kind = None
         if not self.show:
             kind = next((k for v in self.items.values() if isinstance(v, Excerpt) and (k := v.personal())), None)
-        return {k: v.render(self.show, focus_kind=kind) if isinstance(v, Excerpt) else v
-                for k, v in self.items.items()}
+        return {k: v.render(self.show, focus_kind=kind) if isinstance(v, Excerpt) else
+                v.render(self.show) if isinstance(v, Personal) else v for k, v in self.items.items()}
 
 
 def masks(text: str, start: int, end: int) -> bool:

@@ -164,14 +164,20 @@ def verdict_of(resp: Any, body: Mapping[str, Any]) -> Any:
     verdicts of kind ``cache_miss`` with that reason and ``cache_missed_input_tokens``;
     ``previous_message_not_found`` and ``unavailable``: verdicts of that kind), compared with
     the request's ``diagnostics.previous_message_id``. ``None`` when the response has none or
-    ``cache_miss_reason`` is null (no divergence found, the first turn, or still pending: not
-    a verdict). https://platform.claude.com/docs/en/build-with-claude/cache-diagnostics
+    ``cache_miss_reason`` is null (the comparison still pending: not a verdict). A response
+    whose ``diagnostics`` is null where the request named a ``previous_message_id`` found no
+    divergence: a verdict of kind ``no_divergence``.
+    https://platform.claude.com/docs/en/build-with-claude/cache-diagnostics
     (beta ``cache-diagnosis-2026-04-07``; checked 2026-12-01).
     """
     from ..model import CacheVerdict
 
     d = resp.get("diagnostics") if isinstance(resp, MAPPING) else None
     if not isinstance(d, MAPPING):
+        asked = body.get("diagnostics")
+        prev = asked.get("previous_message_id") if isinstance(asked, MAPPING) else None
+        if d is None and isinstance(prev, str) and prev and "diagnostics" in resp:
+            return CacheVerdict("anthropic", "no_divergence", None, None, None, prev)
         return None
     why = d.get("cache_miss_reason")
     if not isinstance(why, MAPPING) or not isinstance(why.get("type"), str):

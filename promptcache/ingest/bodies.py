@@ -258,6 +258,16 @@ def server_state(fmt: str, body: Mapping[str, Any]) -> bool:
     return False
 
 
+def chain_fields(fmt: str | None, body: Any) -> dict[str, Any]:
+    """``previous_response_id`` and ``prefix_on_server`` of a request body (the Responses
+    API's server-side state), as :class:`~promptcache.model.Request` fields."""
+    if fmt is None or not isinstance(body, MAPPING):
+        return {}
+    prev = body.get("previous_response_id") if fmt == "openai-responses" else None
+    return {"previous_response_id": str(prev) if isinstance(prev, str) and prev else None,
+            "prefix_on_server": server_state(fmt, body)}
+
+
 def read_body(rec: Any, src: Source, opts: Any, fmt: str, unwrapped: Any = None) -> Request:
     """A bare or wrapped request body of format ``fmt`` → a Request, with its response,
     verdict, affinity and server-side state.
@@ -271,11 +281,9 @@ def read_body(rec: Any, src: Source, opts: Any, fmt: str, unwrapped: Any = None)
     base["provider"] = base["provider"] or BODY_APIS[fmt][1]
     if fmt == "gemini" and wrapper.get("key") is not None and first((wrapper, body), ID_KEYS) is None:
         base["id"] = str(wrapper["key"])  # Gemini Batch API lines: {"key", "request"}
-    prev = body.get("previous_response_id") if fmt == "openai-responses" else None
     return Request(format=fmt, api=b.api, parts=b.parts, params=b.params, cache_key=b.cache_key,
                    cache_retention=b.retention, response=response_of(fmt, body, resp if resp is not wrapper else None),
-                   previous_response_id=str(prev) if isinstance(prev, str) and prev else None,
-                   prefix_on_server=server_state(fmt, body), **base)
+                   **chain_fields(fmt, body), **base)
 
 
 _WRAPS = (("body", "an OpenAI Batch input line (custom_id, body)"), ("request", "a gateway record (request/response)"),
@@ -355,14 +363,21 @@ class BodyReader(Reader):
     def read(self, rec: Any, src: Source, opts: Any) -> Any:
         req = read_body(rec, src, opts, self.fmt, self._unwrap(rec))
         keys = batch_keys(rec)
+        rid = req.response.id if req.response is not None else None
+        if rid and rid.startswith("gen-"):  # an OpenRouter generation: its stats (another file) join it
+            keys += (f"openrouter:{rid}",)
         return Keyed(req, keys=keys) if keys else req
 
     def merge(self, first: Request, later: Request) -> Request:
         """A request and its batch result: the result's usage and response (its turn numbered
-        after the request's messages)."""
+        after the request's messages); or a request and the OpenRouter generation stats of its
+        response: the upstream that served it, where its own response does not say."""
         if first.response is None and later.response is not None and later.response.parts:
             n = 1 + max((p.message for p in first.parts if p.message is not None), default=-1)
             later = replace(later, response=shifted(later.response, n))
+        if first.response is not None and not first.response.upstream and later.response is not None \
+                and later.response.upstream:
+            first = replace(first, response=replace(first.response, upstream=later.response.upstream))
         return super().merge(first, later)
 
 
@@ -414,57 +429,72 @@ class GeminiReader(BodyReader):
     looks_for = "a body with contents"
 
 
-class ResponsesReader(BodyReader):
-    """OpenAI Responses API bodies. A request whose ``previous_response_id`` names a response of
-    an earlier record of the file is rebuilt as the provider sees it: that request's
-    conversation (its input items and the ones its chain carried), then that response's output
-    items, then its own input; its own ``instructions`` (they are not carried over:
+class Chains:
+    """Responses API conversations by response id, to rebuild ``previous_response_id`` chains
+    from a log's own records: a request whose ``previous_response_id`` names a response logged
+    earlier is rebuilt as the provider sees it: that request's conversation (its input items and
+    the ones its chain carried), then that response's output items, then its own input; its own
+    ``instructions`` (they are not carried over:
     https://platform.openai.com/docs/api-reference/responses/create, ``instructions``, checked
     2026-12-01) and tools first. Carried parts are named ``previous[<response id>].input[i]...``
-    and ``previous[<response id>].output[k]...``. A ``previous_response_id`` the file does not
-    hold marks the request ``prefix_on_server``.
+    and ``previous[<response id>].output[k]...``. A ``previous_response_id`` the log does not
+    hold marks the request ``prefix_on_server``. One per file (the readers that hold Responses
+    bodies are stateful).
     """
+
+    #: Conversations kept (least recently used go first).
+    LIMIT = 65536
+
+    def __init__(self) -> None:
+        self.by_id: OrderedDict[str, tuple[Part, ...]] = OrderedDict()
+
+    def link(self, req: Request, output: Any) -> Request:
+        """``req`` (a Responses request whose input parts are named ``input...``) with the chain
+        its ``previous_response_id`` names put in front, or marked ``prefix_on_server``; its own
+        conversation and its response's ``output`` items are kept for the requests after it."""
+        head = tuple(p for p in req.parts if not p.path.startswith("input"))
+        own = tuple(p for p in req.parts if p.path.startswith("input"))
+        conv: tuple[Part, ...] = own
+        prev = req.previous_response_id
+        if prev:
+            chain = self.by_id.get(prev)
+            if chain is None:
+                req = replace(req, prefix_on_server=True)
+            else:
+                self.by_id.move_to_end(prev)
+                start = 1 + max((p.message for p in chain if p.message is not None), default=-1)
+                conv = chain + _renumbered(own, start, None)
+                req = replace(req, parts=head + conv)
+        rid = req.response.id if req.response is not None else None
+        if rid and not req.prefix_on_server:
+            start = 1 + max((p.message for p in conv if p.message is not None), default=-1)
+            carried = tuple(p if p.path.startswith("previous[") else _repath(p, f"previous[{rid}].") for p in conv)
+            self.by_id[rid] = carried + _output_parts(output, rid, start)
+            while len(self.by_id) > self.LIMIT:
+                self.by_id.popitem(last=False)
+        return req
+
+
+class ResponsesReader(BodyReader):
+    """OpenAI Responses API bodies; ``previous_response_id`` chains rebuilt from the file's own
+    records (:class:`Chains`)."""
 
     name, fmt = "openai-responses", "openai-responses"
     producer = "OpenAI Responses API"
     shapes = "request bodies: bare, in gateway records (with their responses), or Batch input lines to /v1/responses"
     looks_for = "a body with input or instructions (or a /v1/responses url)"
     stateful = True
-    #: Conversations kept for chains (least recently used go first).
-    CHAINS = 65536
 
     def __init__(self) -> None:
         super().__init__()
-        self.chains: OrderedDict[str, tuple[Part, ...]] = OrderedDict()
+        self.chains = Chains()
 
     def read(self, rec: Any, src: Source, opts: Any) -> Any:
         got = super().read(rec, src, opts)
         if not isinstance(got, Keyed):
             got = Keyed(got)
-        req: Request = got.request
-        head = tuple(p for p in req.parts if not p.path.startswith("input"))
-        own = tuple(p for p in req.parts if p.path.startswith("input"))
-        conv: tuple[Part, ...] = own
-        prev = req.previous_response_id
-        if prev:
-            chain = self.chains.get(prev)
-            if chain is None:
-                req = replace(req, prefix_on_server=True)
-            else:
-                self.chains.move_to_end(prev)
-                start = 1 + max((p.message for p in chain if p.message is not None), default=-1)
-                conv = chain + _renumbered(own, start, None)
-                req = replace(req, parts=head + conv)
-        rid = req.response.id if req.response is not None else None
-        if rid and not req.prefix_on_server:
-            body = self._unwrap(rec)[1]
-            out = body.get("output") if isinstance(body, MAPPING) else None
-            start = 1 + max((p.message for p in conv if p.message is not None), default=-1)
-            carried = tuple(p if p.path.startswith("previous[") else _repath(p, f"previous[{rid}].") for p in conv)
-            outs = _output_parts(out, rid, start)
-            self.chains[rid] = carried + outs
-            while len(self.chains) > self.CHAINS:
-                self.chains.popitem(last=False)
+        body = self._unwrap(rec)[1]
+        req = self.chains.link(got.request, body.get("output") if isinstance(body, MAPPING) else None)
         return Keyed(req, got.keys) if got.keys else req
 
 

@@ -6,7 +6,8 @@ Caching"; checked 2026-12-01): ``id``, ``span_id``, ``root_span_id``, ``span_par
 ``tools`` ...), ``metrics`` (``start``/``end`` epoch seconds, ``prompt_tokens``,
 ``completion_tokens``, ``prompt_cached_tokens``, ``prompt_cache_creation_tokens``), ``created``.
 
-Only ``type: "llm"`` spans are calls. ``metrics.prompt_tokens`` is the provider's own input
+Only ``type: "llm"`` spans are calls. ``wrap_anthropic`` logs the messages with the system prompt
+appended last; they are read as the Messages body they were (system first). ``metrics.prompt_tokens`` is the provider's own input
 count: Anthropic's uncached remainder (the ``wrap_anthropic`` test asserts
 ``metrics["prompt_tokens"] == usage.input_tokens``), OpenAI's total; the cache counts are added
 to the former.
@@ -24,6 +25,43 @@ from .fields import parse_time
 from .outcomes import Keyed, Skipped
 from .reader import Reader
 from .usage import total_with, uncached_plus
+
+
+def _anthropic_call(md: Any, rec: Any) -> bool:
+    """Whether a span logs an Anthropic Messages call (``wrap_anthropic``: ``metadata.provider``
+    ``anthropic``, span ``anthropic.messages.create`` / ``.stream``)."""
+    sa = rec.get("span_attributes")
+    name = sa.get("name") if isinstance(sa, MAPPING) else None
+    return md.get("provider") == "anthropic" or (isinstance(name, str) and name.startswith("anthropic.messages"))
+
+
+def _anthropic_input(inp: list[Any], md: Any) -> tuple[tuple[Part, ...], dict[str, Any]]:
+    """(parts, params) of ``wrap_anthropic``'s ``input``: the call's ``messages`` with its
+    ``system`` appended last as ``{"role": "system", "content": system}``, and its ``tools``,
+    ``tool_choice`` and ``thinking`` in ``metadata`` (braintrust-sdk ``integrations/anthropic``
+    ``_get_input_from_kwargs``, ``METADATA_PARAMS``). Read as the Messages body it was, in
+    Anthropic's prefix order (tools, system, messages) with its ``cache_control`` breakpoints,
+    each part named where the row holds it (``metadata.tools[i]``; the system prompt, always the
+    list's last item, ``input[-1].content``: a path that stays the same as the conversation
+    grows, as the comparison of consecutive requests needs).
+
+    Raises:
+        BadRecord: for a malformed message.
+    """
+    at = [i for i, m in enumerate(inp) if isinstance(m, MAPPING) and m.get("role") == "system"]
+    body: dict[str, Any] = {"messages": [m for i, m in enumerate(inp) if i not in at]}
+    if at:
+        body["system"] = inp[at[-1]].get("content")
+    for k in ("tools", "tool_choice", "thinking"):
+        v = loads_if_json(md.get(k))
+        if v is not None:
+            body[k] = v
+    b = parse_body(body, "anthropic")
+    here = "input[-1].content" if at else ""
+    parts = tuple(Part(p.kind, here + p.path[len("system"):], p.text, p.role, p.message, p.breakpoint)
+                  if at and p.path.startswith("system") else p
+                  for p in reprefix(reprefix(b.parts, "messages", "input"), "tools", "metadata.tools"))
+    return parts, b.params
 
 
 class BraintrustReader(Reader):
@@ -53,7 +91,9 @@ class BraintrustReader(Reader):
         fmt = "openai-chat"
         parts: tuple[Part, ...] = ()
         params: dict[str, Any] = {}
-        if isinstance(inp, list):
+        if isinstance(inp, list) and _anthropic_call(md, rec):
+            fmt, parts, params = "anthropic", *_anthropic_input(inp, md)
+        elif isinstance(inp, list):
             fmt = body_format({"messages": inp}) or "openai-chat"
             b = parse_body({"messages": inp}, fmt)
             parts, params = reprefix(b.parts, "messages", "input"), b.params

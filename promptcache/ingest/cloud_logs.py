@@ -24,21 +24,25 @@ from ..model import Request, Response, Source, Usage
 from .bodies import default_id
 from .common import MAPPING, loads_if_json, logged_provider
 from .fields import parse_time
-from .outcomes import Skipped
+from .outcomes import Keyed, Skipped
 from .reader import Reader
 from .usage import count, including_cache
 
 
 class OpenRouterReader(Reader):
-    """OpenRouter generation stats: a usage-only record per generation (``native_tokens_*`` as
-    the upstream counted them, else OpenRouter's normalised ``tokens_*``); ``upstream``:
-    ``provider_name``."""
+    """OpenRouter generation stats: per generation, ``native_tokens_*`` as the upstream counted
+    them (else OpenRouter's normalised ``tokens_*``) and ``upstream``: ``provider_name``. Joined
+    to the logged request whose response id is the generation's (a gateway record of the same
+    call, in another file); a usage-only record where none is."""
 
     name = "openrouter-generation"
     producer = "OpenRouter"
     shapes = "GET /api/v1/generation results {data: {tokens_prompt, native_tokens_cached, provider_name, ...}}"
     looks_for = "tokens_prompt or native_tokens_prompt (in data)"
     owns = ("native_tokens_prompt", "tokens_prompt")
+    #: A generation's stats join the logged request whose response has its id (``gen-...``),
+    #: in another file: they say which upstream served it.
+    responses_only = True
 
     @staticmethod
     def _data(rec: Any) -> Any:
@@ -50,7 +54,7 @@ class OpenRouterReader(Reader):
             return "generation stats (tokens_prompt / native_tokens_prompt)"
         return None
 
-    def read(self, rec: Any, src: Source, opts: Any) -> Request:
+    def read(self, rec: Any, src: Source, opts: Any) -> Keyed:
         d = self._data(rec)
         native = d.get("native_tokens_prompt") is not None
         prompt = count(d.get("native_tokens_prompt" if native else "tokens_prompt"), "tokens_prompt") or 0
@@ -59,12 +63,14 @@ class OpenRouterReader(Reader):
         model = d.get("model") if isinstance(d.get("model"), str) else None
         up = d.get("provider_name")
         t = d.get("created_at")
-        return Request(id=str(d["id"]) if isinstance(d.get("id"), str) else default_id(src), source=src,
-                       format=self.name, api="chat", provider="openrouter", model=model,
-                       arrival=parse_time(t) if t not in (None, "") else None,
-                       usage=Usage(including_cache(prompt, read, 0), out, read, 0),
-                       response=Response(str(d.get("upstream_id")) if d.get("upstream_id") else None,
-                                         up if isinstance(up, str) else None))
+        gid = d.get("id") if isinstance(d.get("id"), str) else None
+        req = Request(id=gid or default_id(src), source=src,
+                      format=self.name, api="chat", provider="openrouter", model=model,
+                      arrival=parse_time(t) if t not in (None, "") else None,
+                      usage=Usage(including_cache(prompt, read, 0), out, read, 0),
+                      response=Response(str(d.get("upstream_id")) if d.get("upstream_id") else None,
+                                        up if isinstance(up, str) else None))
+        return Keyed(req, keys=(f"openrouter:{gid}",) if gid else ())
 
 
 class CloudflareReader(Reader):

@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from ..errors import BadRecord
 from ..model import Part, Request, Response, Source
-from .bodies import BODY_APIS, affinity_of, body_format, default_id, parse_body, response_of
+from .bodies import BODY_APIS, affinity_of, body_format, default_id, parse_body, response_of, Chains, chain_fields
 from .common import MAPPING, as_mapping, loads_if_json, logged_provider
 from .fields import find_session, parse_time
 from .reader import Reader
@@ -81,14 +81,15 @@ def parse_helicone(rec: Any, src: Source, opts: Any) -> Request:
         usage = find_usage(resp)
     response = response_of(fmt, body or {}, resp) if fmt is not None and r else None
     up = rec.get("provider")
-    if isinstance(up, str) and up:
+    if isinstance(up, str) and up and (response is None or not response.upstream):
+        # the row's provider is Helicone's route (OPENROUTER); a router's response names who served it
         response = replace(response, upstream=up) if response is not None else Response(upstream=up)
     return Request(
         id=str(rec["request_id"]) if rec.get("request_id") else default_id(src), source=src, format="helicone",
         api=BODY_APIS[fmt][0] if fmt else "chat", provider=provider, model=model,
         arrival=parse_time(created) if created not in (None, "") else None, parts=parts, cache_key=cache_key,
         session=str(session) if session else None, params=params, usage=usage, cache_retention=retention,
-        response=response, affinity=affinity_of(body) if body is not None else {},
+        response=response, affinity=affinity_of(body) if body is not None else {}, **chain_fields(fmt, body),
     )
 
 
@@ -100,6 +101,10 @@ class HeliconeReader(Reader):
     shapes = "request exports (npx @helicone/export JSONL/JSON, the request query API), with or without bodies"
     looks_for = "request_created_at, or request_body with prompt_cache_read_tokens/prompt_cache_write_tokens"
     owns = ("request_created_at", "prompt_cache_read_tokens", "prompt_cache_write_tokens")
+    stateful = True  # Responses API chains (previous_response_id) are rebuilt per file
+
+    def __init__(self) -> None:
+        self.chains = Chains()
 
     def claim(self, rec: Any) -> str | None:
         if (type(rec) is dict or isinstance(rec, MAPPING)) and self.alone(rec) and looks_helicone(rec):
@@ -107,4 +112,8 @@ class HeliconeReader(Reader):
         return None
 
     def read(self, rec: Any, src: Source, opts: Any) -> Request:
-        return parse_helicone(rec, src, opts)
+        req = parse_helicone(rec, src, opts)
+        if req.api != "responses":
+            return req
+        resp = loads_if_json(rec.get("response_body"))
+        return self.chains.link(req, resp.get("output") if isinstance(resp, MAPPING) else None)

@@ -24,7 +24,7 @@ from dataclasses import replace
 from ..errors import BadRecord
 from ..model import Part, Request, Response, Source
 from . import openai as _openai
-from .bodies import BODY_APIS, affinity_of, body_format, default_id, parse_body, response_of
+from .bodies import BODY_APIS, affinity_of, body_format, default_id, parse_body, response_of, Chains, chain_fields
 from .common import MAPPING, loads_if_json, logged_provider, require_list, stable_json
 from .fields import find_session, parse_time
 from .reader import Reader
@@ -117,7 +117,8 @@ def parse_litellm(rec: Any, src: Source, opts: Any) -> Request:
         or find_session(rec, body, md)
     response = response_of(fmt, body or {}, resp) if fmt is not None and isinstance(resp, MAPPING) and resp else None
     up = rec.get("custom_llm_provider")
-    if isinstance(up, str) and up:
+    if isinstance(up, str) and up and (response is None or not response.upstream):
+        # the route (openrouter); a router's response names who served it
         response = replace(response, upstream=up) if response is not None else Response(upstream=up)
     return Request(
         id=str(rid) if isinstance(rid, (str, int)) and rid != "" else default_id(src), source=src, format="litellm",
@@ -125,7 +126,7 @@ def parse_litellm(rec: Any, src: Source, opts: Any) -> Request:
         arrival=parse_time(start) if start not in (None, "") else None, parts=parts,
         cache_key=cache_key, session=str(session) if session else None, params=params,
         usage=litellm_usage(rec, usage_object), cache_retention=retention, response=response,
-        affinity=affinity_of(body) if body is not None else {},
+        affinity=affinity_of(body) if body is not None else {}, **chain_fields(fmt, body),
     )
 
 
@@ -137,6 +138,10 @@ class LiteLLMReader(Reader):
     shapes = "LiteLLM_SpendLogs rows (DB exports, GET /spend/logs) and StandardLoggingPayload (s3/gcs/custom loggers)"
     looks_for = "call_type with startTime, spend or response_cost"
     owns = ("call_type",)
+    stateful = True  # Responses API chains (previous_response_id) are rebuilt per file
+
+    def __init__(self) -> None:
+        self.chains = Chains()
 
     def claim(self, rec: Any) -> str | None:
         if (type(rec) is dict or isinstance(rec, MAPPING)) and self.alone(rec) and looks_litellm(rec):
@@ -144,4 +149,8 @@ class LiteLLMReader(Reader):
         return None
 
     def read(self, rec: Any, src: Source, opts: Any) -> Request:
-        return parse_litellm(rec, src, opts)
+        req = parse_litellm(rec, src, opts)
+        if req.api != "responses":
+            return req
+        resp = loads_if_json(rec.get("response"))
+        return self.chains.link(req, resp.get("output") if isinstance(resp, MAPPING) else None)

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import BadRecord
 from ..model import Request, Response, Source
-from .bodies import BODY_APIS, affinity_of, body_format, default_id, parse_body, response_of
+from .bodies import BODY_APIS, affinity_of, body_format, default_id, parse_body, response_of, Chains, chain_fields
 from .common import MAPPING, loads_if_json, logged_provider
 from .fields import parse_time
 from .outcomes import Skipped
@@ -40,6 +40,10 @@ class PortkeyReader(Reader):
     shapes = "logs export JSONL (request.body, response.body, ai_org, ai_model, req_units)"
     looks_for = "request.body with ai_model / ai_org / req_units"
     owns = ("request.body", "ai_org", "req_units", "ai_model")
+    stateful = True  # Responses API chains (previous_response_id) are rebuilt per file
+
+    def __init__(self) -> None:
+        self.chains = Chains()
 
     def claim(self, rec: Any) -> str | None:
         if (type(rec) is dict or isinstance(rec, MAPPING)) and self.alone(rec) and ("ai_model" in rec or "ai_org" in rec or "req_units" in rec) \
@@ -67,7 +71,8 @@ class PortkeyReader(Reader):
         org = rec.get("ai_org")
         usage = find_usage(resp) or total_with(rec.get("req_units"), None, None, rec.get("res_units"), "Portkey units")
         response = response_of(fmt, body, resp) if fmt else None
-        if isinstance(org, str) and org:
+        if isinstance(org, str) and org and (response is None or not response.upstream):
+            # the route (openrouter); a router's response names who served it
             from dataclasses import replace
 
             response = replace(response, upstream=org) if response is not None else Response(upstream=org)
@@ -77,9 +82,12 @@ class PortkeyReader(Reader):
         t = rec.get("created_at")
         session = rec.get("trace_id")
         count(rec.get("req_units"), "req_units")
-        return Request(id=str(rec["id"]) if isinstance(rec.get("id"), str) else default_id(src), source=src,
-                       format=self.name, api=BODY_APIS[fmt][0] if fmt else "chat",
-                       provider=logged_provider(org, model) or (BODY_APIS[fmt][1] if fmt else None),
-                       model=model, arrival=parse_time(t) if t not in (None, "") else None, parts=parts, params=params,
-                       cache_key=cache_key, cache_retention=retention, session=str(session) if session else None,
-                       usage=usage, response=response, affinity=aff)
+        req = Request(id=str(rec["id"]) if isinstance(rec.get("id"), str) else default_id(src), source=src,
+                      format=self.name, api=BODY_APIS[fmt][0] if fmt else "chat",
+                      provider=logged_provider(org, model) or (BODY_APIS[fmt][1] if fmt else None),
+                      model=model, arrival=parse_time(t) if t not in (None, "") else None, parts=parts, params=params,
+                      cache_key=cache_key, cache_retention=retention, session=str(session) if session else None,
+                      usage=usage, response=response, affinity=aff, **chain_fields(fmt, body))
+        if req.api != "responses":
+            return req
+        return self.chains.link(req, resp.get("output") if isinstance(resp, MAPPING) else None)

@@ -168,6 +168,25 @@ def render_inputs(res: AuditResult, console: Console) -> None:
     console.print(t)
 
 
+def verdict_lines(ev: dict) -> list[str]:
+    """The provider's own cache verdict beside a finding, and whether it agrees (the
+    ``provider_*`` evidence of :func:`promptcache.diagnose.findings.verdicts`), as lines."""
+    if "provider_verdict" not in ev:
+        return []
+    n = ev.get("provider_verdict_requests")
+    out = [f"provider says: {ev['provider_verdict']}" + (f" (verdicts on {n:,} of the requests)" if n else "")]
+    for text, k in (ev.get("provider_verdicts") or {}).items():
+        if text != ev["provider_verdict"]:
+            out.append(f"  also: {text} ({counted(k, 'request')})")
+    if ev.get("provider_compared_with"):
+        out.append(f"  compared with {ev['provider_compared_with']}, not the request the cause was located against")
+    if ev.get("provider_disagrees"):
+        out.append(f"  disagrees: {ev['provider_disagrees']}")
+    elif ev.get("provider_agrees"):
+        out.append("  agrees with the located cause")
+    return out
+
+
 def render_findings(res: AuditResult, console: Console, *, limit: int = 20) -> None:
     """Print the findings, ranked by money lost, each with where, what, how much and the fix,
     then the loss accounting."""
@@ -199,8 +218,8 @@ def render_findings(res: AuditResult, console: Console, *, limit: int = 20) -> N
         for side in ("before", "after"):
             if side in f.evidence:
                 console.print(f"    {side + ':':7} {f.evidence[side]}", highlight=False, markup=False)
-        if "provider_verdict" in f.evidence:
-            console.print(f"    provider says: {f.evidence['provider_verdict']}", highlight=False, markup=False)
+        for line in verdict_lines(f.evidence):
+            console.print(f"    {line}", highlight=False, markup=False)
         if f.tokens_lost or f.cost_usd_lost:
             console.print(f"    lost: {counted(f.tokens_lost, 'token')}, {usd(f.cost_usd_lost)} over {counted(f.requests, 'request')}")
         else:

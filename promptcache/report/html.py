@@ -383,6 +383,11 @@ def _findings(rec: dict[str, Any], limit: int = 50) -> str:
         ev = f.get("evidence") or {}
         evid = "".join(f'<div><span class="loc">{side}:</span> <span class="ev mono">{esc(ev[side])}</span></div>'
                        for side in ("before", "after") if side in ev)
+        if ev.get("provider_verdict"):
+            evid += (f'<div><span class="loc">provider says:</span> {esc(ev["provider_verdict"])}'
+                     + (f'<br><span class="loc">disagrees:</span> {esc(ev["provider_disagrees"])}' if ev.get("provider_disagrees")
+                        else '<br><span class="loc">agrees with the located cause</span>' if ev.get("provider_agrees") else "")
+                     + '</div>')
         color = SEVERITY.get(f["severity"], "#57606a")
         rows.append(
             f'<tr class="finding"><td class="n">{k}</td>'

@@ -107,7 +107,13 @@ def render_markdown(rec: dict[str, Any], proposals: Sequence[dict[str, Any]] | N
                 if loc.get("char_offset") is not None:
                     where += f" @ char {loc['char_offset']:,}"
             lost = f"{f['tokens_lost']:,} tokens, {usd(f['cost_usd_lost'])}"
-            out.append(f"| {k} | **{md(f['code'])}** {md(f['rule'])} ({md(f['severity'])}): {md(f['message'], 200)} | "
+            ev = f.get("evidence") or {}
+            said = ""
+            if ev.get("provider_verdict"):
+                said = f" Provider says: {md(ev['provider_verdict'], 120)}" + (
+                    f"; disagrees: {md(ev['provider_disagrees'], 200)}" if ev.get("provider_disagrees") else
+                    "; agrees" if ev.get("provider_agrees") else "") + "."
+            out.append(f"| {k} | **{md(f['code'])}** {md(f['rule'])} ({md(f['severity'])}): {md(f['message'], 200)}{said} | "
                        f"{where} | {lost} | {md(f['fix']['description'], 160)} |")
         if len(fs) > findings:
             out.append(f"\n… {len(fs) - findings} more in the full report.")

@@ -1,0 +1,327 @@
+"""Causes only the reported usage (or the rendered prompt) shows, read from real producers' record
+shapes with the cause planted (issue 17, class 4): routing to other upstreams (OpenRouter
+generation stats joined to the gateway's records), a routing identifier new on every request
+(``user`` in LiteLLM spend logs, ``safety_identifier`` in a Helicone export of Responses bodies),
+a setting the chat template renders into the prompt (SGLang and vLLM request logs), thinking
+switched mid-session (Anthropic bodies in LiteLLM, Langfuse and Helicone exports), and a
+``previous_response_id`` chain whose start the log does not hold. Each names the cause, quotes
+its evidence, and costs the tokens counted by hand (tests/data/handcount.py: tiktoken on an
+independent serialization; within the corpus's 10% where chat framing is estimated, 1% where
+the prompt is the logged text itself).
+
+The record shapes are those of tests/data/formats (README.md there names each source).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from promptcache.pipeline import AuditOptions, audit
+
+import producer_shapes as shapes
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "data"))
+import handcount  # noqa: E402
+
+HANDBOOK = "\n".join(f"Clause {k}. Staff answer questions about refund timing by restating the request, checking "
+                     f"handbook section {k}, and replying in short numbered steps." for k in range(1, 61))
+O = handcount.Counter("o200k_base", "openai")
+A = handcount.Counter("cl100k_base", "anthropic")
+
+
+def chat_messages(k: int) -> list[dict]:
+    msgs = [{"role": "system", "content": "You are the refunds desk.\n" + HANDBOOK}]
+    for j in range(k):
+        msgs += [{"role": "user", "content": f"Where is order {j}?"}, {"role": "assistant", "content": f"Order {j} shipped."}]
+    return msgs + [{"role": "user", "content": f"Where is order {k}?"}]
+
+
+def openai_steps(bodies: list[dict], ks) -> int:
+    """Σ over requests ``ks`` of what OpenAI serves from the request before (128-token steps)."""
+    return sum((O.shared(bodies[k], bodies[k - 1]) // 128) * 128 for k in ks)
+
+
+def by_rule(res, rule: str):
+    got = [f for f in res.findings if f.rule.id == rule]
+    assert len(got) == 1, [f.rule.id for f in res.findings]
+    return got[0]
+
+
+# ------------------------------------------------------------------ routing: OpenRouter
+
+def openrouter_logs(tmp_path: Path, upstreams: list[str]) -> tuple[Path, Path, list[dict]]:
+    """Gateway records of OpenRouter chat completions (``gen-`` ids, no ``provider`` in the
+    response, nothing cached) and the generations' stats (``GET /api/v1/generation``: the shape
+    of tests/data/formats/openrouter_generation_stats.jsonl) naming who served each."""
+    reqs, stats, bodies = [], [], []
+    for k, up in enumerate(upstreams):
+        body = {"model": "openai/gpt-4.1", "messages": chat_messages(k)}
+        gid = f"gen-17776296{k:02d}-Xq2Lm{k}"
+        bodies.append(body)
+        reqs.append({"timestamp": f"2026-05-01T10:0{k}:00Z", "request": body,
+                     "response": {"id": gid, "object": "chat.completion", "created": 1777629600 + 60 * k, "model": "openai/gpt-4.1",
+                                  "choices": [{"index": 0, "finish_reason": "stop",
+                                               "message": {"role": "assistant", "content": f"Order {k} shipped."}}],
+                                  "usage": {"prompt_tokens": 1750 + 20 * k, "completion_tokens": 5, "total_tokens": 1755 + 20 * k,
+                                            "prompt_tokens_details": {"cached_tokens": 0}}}})
+        stats.append({"data": {"id": gid, "upstream_id": f"chatcmpl-{k}", "total_cost": 0.0012, "cache_discount": None,
+                               "upstream_inference_cost": None, "created_at": f"2026-05-01T10:0{k}:00.400000+00:00",
+                               "model": "openai/gpt-4.1", "app_id": None, "streamed": False, "cancelled": False,
+                               "provider_name": up, "latency": 910, "moderation_latency": None, "generation_time": 860,
+                               "finish_reason": "stop", "native_finish_reason": "stop", "tokens_prompt": 1750 + 20 * k,
+                               "tokens_completion": 5, "native_tokens_prompt": 1750 + 20 * k, "native_tokens_completion": 5,
+                               "native_tokens_completion_images": None, "native_tokens_reasoning": 0, "native_tokens_cached": 0,
+                               "num_media_prompt": None, "num_media_completion": None, "num_search_results": None,
+                               "origin": "https://refunds.example", "usage": 0.0012, "is_byok": False, "api_type": "completions"}})
+    return (shapes.write(tmp_path / "gateway.jsonl", reqs), shapes.write(tmp_path / "generations.jsonl", stats), bodies)
+
+
+def test_openrouter_generation_stats_name_the_upstream_each_turn_went_to(tmp_path):
+    """Turns served alternately by OpenAI and Azure, nothing read from the cache: the stats
+    joined to the gateway's records name the switches, and routed-elsewhere claims what the
+    simulation serves each turn from the one before: OpenAI's 128-token steps of the shared
+    prefix, counted by hand."""
+    gateway, generations, bodies = openrouter_logs(tmp_path, ["OpenAI", "Azure", "OpenAI", "Azure"])
+    res = audit([gateway, generations], AuditOptions())
+    assert len(res.outcomes) == 4 and sum(st.joined for st in res.inputs) == 4
+    assert [o.provider for o in res.outcomes] == ["openai"] * 4
+    f = by_rule(res, "routed-elsewhere")
+    assert (f.evidence["before"], f.evidence["after"], f.requests) == ("OpenAI", "Azure", 3)
+    assert "(OpenAI → Azure)" in f.message
+    hand = openai_steps(bodies, range(1, 4))
+    assert f.tokens_lost == res.accounting.gaps["reported"] == sum(o.cached_tokens for o in res.outcomes)
+    assert abs(f.tokens_lost - hand) <= 0.1 * hand, (f.tokens_lost, hand)
+    # without the stats the log cannot say who served what: no routing cause is made up
+    alone = audit([gateway], AuditOptions())
+    assert not [f for f in alone.findings if f.rule.id == "routed-elsewhere"]
+    # the stats alone hold no prompt: usage-only records, nothing diagnosed
+    stats_only = audit([generations], AuditOptions())
+    assert stats_only.inputs[0].usage_only == 4 and not stats_only.findings
+
+
+# ------------------------------------------------------------------ an identifier new on every request
+
+def test_a_user_id_new_on_every_request_in_litellm_spend_logs(tmp_path):
+    """LiteLLM spend logs whose stored body carries a ``user`` made per request (the fixture's
+    ``"user": "user-17"``, now a fresh value each call): affinity-changed, the two values shown
+    as kind and fingerprint (a user id is a per-user value), the tokens what OpenAI serves."""
+    recs, bodies = [], []
+    for k in range(4):
+        body = {"model": "gpt-4.1", "messages": chat_messages(k), "max_tokens": 512, "user": f"u-{uuid.UUID(int=77 + k).hex[-8:]}"}
+        bodies.append(body)
+        recs.append({"timestamp": f"2026-05-01T10:0{k}:00Z", "request": body,
+                     "response": {"id": f"chatcmpl-{k}", "object": "chat.completion", "model": "gpt-4.1-2025-04-14",
+                                  "choices": [{"index": 0, "message": {"role": "assistant", "content": f"Order {k} shipped."}}],
+                                  "usage": {"prompt_tokens": 1750 + 20 * k, "completion_tokens": 5,
+                                            "prompt_tokens_details": {"cached_tokens": 0}}}})
+    path = shapes.write(tmp_path / "spend_logs.jsonl", shapes.litellm(recs))
+    res = audit([path], AuditOptions())
+    f = by_rule(res, "affinity-changed")
+    from promptcache.diagnose.redact import fingerprint
+    assert f.evidence["identifier"] == "user" and f.requests == 3
+    assert f.evidence["before"] == f"<user id #{fingerprint(bodies[0]['user'])}>"
+    assert f.evidence["after"] == f"<user id #{fingerprint(bodies[1]['user'])}>"
+    assert bodies[0]["user"] not in f.message and f"<user id #{fingerprint(bodies[0]['user'])}>" in f.message
+    hand = openai_steps(bodies, range(1, 4))
+    assert f.tokens_lost == res.accounting.gaps["reported"] and abs(f.tokens_lost - hand) <= 0.1 * hand
+    shown = audit([path], AuditOptions(show_text=True))
+    g = by_rule(shown, "affinity-changed")
+    assert (g.evidence["before"], g.evidence["after"]) == (bodies[0]["user"], bodies[1]["user"])
+
+
+def test_a_safety_identifier_new_on_every_request_in_a_helicone_export(tmp_path):
+    """Responses API bodies in a Helicone export, ``safety_identifier`` a fresh hash per call."""
+    recs, bodies = [], []
+    for k in range(3):
+        inp = [m for m in chat_messages(k) if m["role"] != "system"]
+        body = {"model": "gpt-4.1", "instructions": "You are the refunds desk.\n" + HANDBOOK, "input": inp,
+                "safety_identifier": f"sid-{uuid.UUID(int=900 + k).hex[-12:]}"}
+        bodies.append({"messages": [{"role": "system", "content": body["instructions"]}] + inp})
+        recs.append({"timestamp": f"2026-05-01T10:0{k}:00Z", "request": body,
+                     "response": {"id": f"resp_{k:04d}", "object": "response", "status": "completed", "model": "gpt-4.1-2025-04-14",
+                                  "output": [{"type": "message", "id": f"msg_{k}", "status": "completed", "role": "assistant",
+                                              "content": [{"type": "output_text", "text": f"Order {k} shipped.", "annotations": []}]}],
+                                  "usage": {"input_tokens": 1750 + 20 * k, "input_tokens_details": {"cached_tokens": 0},
+                                            "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 0},
+                                            "total_tokens": 1755 + 20 * k}}})
+    path = shapes.write(tmp_path / "helicone.jsonl", shapes.helicone(recs))
+    res = audit([path], AuditOptions())
+    f = by_rule(res, "affinity-changed")
+    assert f.evidence["identifier"] == "safety_identifier" and f.requests == 2
+    assert f.evidence["before"].startswith("<user id #") and "sid-" not in f.message
+    hand = openai_steps(bodies, range(1, 3))
+    assert abs(f.tokens_lost - hand) <= 0.1 * hand, (f.tokens_lost, hand)
+
+
+# ------------------------------------------------------------------ rendered settings in engine logs
+
+def harmony(k: int, effort: str) -> str:
+    """gpt-oss's chat template rendered (harmony): the effort in the system message, the
+    instructions in the developer message, then the conversation."""
+    text = ("<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\nKnowledge cutoff: 2024-06\n"
+            f"Current date: 2026-05-01\n\nReasoning: {effort}\n\n# Valid channels: analysis, commentary, final. Channel must be "
+            "included for every message.<|end|><|start|>developer<|message|># Instructions\n\nYou are the refunds desk.\n"
+            + HANDBOOK + "<|end|>")
+    for j in range(k):
+        text += (f"<|start|>user<|message|>Where is order {j}?<|end|><|start|>assistant<|channel|>final<|message|>"
+                 f"Order {j} shipped.<|end|>")
+    return text + f"<|start|>user<|message|>Where is order {k}?<|end|><|start|>assistant"
+
+
+EFFORTS = ["medium", "medium", "high", "high"]  # switched on the third turn
+
+
+def content_lost(texts: list[str], changed: list[int], before: str, after: str) -> int:
+    """By hand, on the logged text itself (tiktoken cl100k_base, the approximation the audit
+    uses for an unnamed self-hosted model): what a request whose setting changed would share with
+    its predecessor had the setting stayed, minus what it shares."""
+    e = handcount.enc("cl100k_base")
+
+    def lcp(a: list[int], b: list[int]) -> int:
+        return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    total = 0
+    for k in changed:
+        r, p = e.encode_ordinary(texts[k]), e.encode_ordinary(texts[k - 1])
+        undone = e.encode_ordinary(texts[k].replace(after, before))
+        total += lcp(undone, p) - lcp(r, p)
+    return total
+
+
+def close(got: int, hand: int) -> bool:
+    """Within 1%: the audit frames an engine's already templated prompt as one more user turn
+    (a few framing tokens each side; reported to the render owner), the hand count does not."""
+    return abs(got - hand) <= 0.01 * hand
+
+
+def test_a_reasoning_effort_rendered_into_an_sglang_request_log(tmp_path):
+    """SGLang's JSON request log (``request.received`` with the rendered ``obj.text``,
+    ``request.finished`` with ``meta_info.cached_tokens``): the effort line changes on turn 3,
+    which recomputes the whole conversation after it. Named, quoted, and costing what turn 2
+    would otherwise have served, counted on the logged text."""
+    texts = [harmony(k, e) for k, e in enumerate(EFFORTS)]
+    enc = handcount.enc("cl100k_base")
+    ids = [enc.encode_ordinary(t) for t in texts]
+    served = [0] + [next((i for i, (x, y) in enumerate(zip(ids[k], ids[k - 1])) if x != y), len(ids[k - 1]))
+                    for k in range(1, 4)]  # SGLang's own count: the radix cache serves the common prefix
+    rows = []
+    for k, text in enumerate(texts):
+        rid = f"{k:032x}"
+        obj = {"text": text, "input_ids": None, "sampling_params": {"temperature": 0.2, "max_new_tokens": 512}, "rid": rid,
+               "return_logprob": False, "stream": False, "log_metrics": True, "lora_path": None}
+        rows.append({"timestamp": f"2026-05-01T10:0{k}:00", "event": "request.received", "rid": rid, "obj": obj})
+        rows.append({"timestamp": f"2026-05-01T10:0{k}:02", "event": "request.finished", "rid": rid, "obj": obj,
+                     "out": {"text": f"Order {k} shipped.", "meta_info": {"id": rid, "finish_reason": {"type": "stop"},
+                                                                          "prompt_tokens": len(ids[k]), "completion_tokens": 5,
+                                                                          "cached_tokens": served[k], "e2e_latency": 1.2}}})
+    path = shapes.write(tmp_path / "sglang.jsonl", rows)
+    res = audit([path], AuditOptions(cache_model="sglang"))
+    assert len(res.outcomes) == 4
+    f = res.findings[0]
+    assert f.rule.id == "rendered-setting-in-prefix" and f.segment == "obj.text" and f.requests == 1
+    assert f.evidence["value"] == "high"
+    assert "Reasoning: medium" in f.evidence["before"] and "Reasoning: high" in f.evidence["after"]
+    assert f.char_offset == texts[2].index("Reasoning: ") + len("Reasoning: ")
+    hand = content_lost(texts, [2], "Reasoning: medium", "Reasoning: high")
+    assert close(f.tokens_lost, hand), (f.tokens_lost, hand)
+
+
+def test_a_reasoning_effort_rendered_into_a_vllm_request_log(tmp_path):
+    """vLLM's ``--enable-log-requests`` lines (the prompt as a Python repr): the same switch,
+    the same cause and tokens."""
+    texts = [harmony(k, e) for k, e in enumerate(EFFORTS)]
+    lines = []
+    for k, text in enumerate(texts):
+        rid = f"chatcmpl-{k:032x}"
+        lines.append(f"INFO 05-01 10:0{k}:00 [logger.py:43] Received request {rid}: prompt: {text!r}, params: "
+                     "SamplingParams(n=1, presence_penalty=0.0, frequency_penalty=0.0, repetition_penalty=1.0, "
+                     "temperature=0.2, top_p=1.0, top_k=-1, min_p=0.0, seed=None, stop=[], stop_token_ids=[], "
+                     "max_tokens=512, min_tokens=0, logprobs=None), prompt_token_ids: None, prompt_embeds shape: None, "
+                     "lora_request: None.")
+        lines.append(f"INFO 05-01 10:0{k}:00 [async_llm.py:273] Added request {rid}.")
+    path = tmp_path / "vllm.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    res = audit([path], AuditOptions(cache_model="vllm"))
+    assert len(res.outcomes) == 4
+    f = by_rule(res, "rendered-setting-in-prefix")
+    assert f.evidence["value"] == "high" and f.requests == 1
+    hand = content_lost(texts, [2], "Reasoning: medium", "Reasoning: high")
+    assert close(f.tokens_lost, hand), (f.tokens_lost, hand)
+
+
+# ------------------------------------------------------------------ thinking switched mid-session
+
+THINK_ON = {"type": "enabled", "budget_tokens": 2048}
+THINK_OFF = {"type": "disabled"}
+
+
+def anthropic_turns() -> list[dict]:
+    """A tool loop whose third request turns thinking off (the client drops it for a tool
+    continuation) and whose fourth turns it back on; nothing read from the cache then."""
+    recs = []
+    for k, think in enumerate([THINK_ON, THINK_ON, THINK_OFF, THINK_ON]):
+        msgs: list[dict] = []
+        for j in range(k):
+            msgs += [{"role": "user", "content": f"Where is order {j}?"}, {"role": "assistant", "content": f"Order {j} shipped."}]
+        msgs.append({"role": "user", "content": f"Where is order {k}?"})
+        body = {"model": "claude-sonnet-4-5", "max_tokens": 4096, "thinking": think,
+                "system": [{"type": "text", "text": "You are the refunds desk.\n" + HANDBOOK, "cache_control": {"type": "ephemeral"}}],
+                "messages": msgs}
+        recs.append({"timestamp": f"2026-05-01T10:0{k}:00Z", "request": body,
+                     "response": {"id": f"msg_{k:04d}", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+                                  "content": [{"type": "text", "text": f"Order {k} shipped."}], "stop_reason": "end_turn",
+                                  "usage": {"input_tokens": 20, "cache_creation_input_tokens": 1500,
+                                            "cache_read_input_tokens": 0, "output_tokens": 6}}})
+    return recs
+
+
+@pytest.mark.parametrize("producer", ["litellm", "langfuse", "helicone"])
+def test_thinking_switched_mid_session_in_anthropic_bodies(tmp_path, producer):
+    """The switch is a parameter of the prefix (Anthropic renders thinking after the system
+    prompt): parameter-changed at ``<params>``, the settings quoted, costing what turns 3 and 4
+    would have shared with their predecessors with the setting kept (the hand count undoes it)."""
+    recs = anthropic_turns()
+    path = shapes.write(tmp_path / f"{producer}.jsonl", shapes.WRAPPERS[producer](recs))
+    res = audit([path], AuditOptions())
+    f = by_rule(res, "parameter-changed")
+    assert f.segment == "<params>" and f.requests == 2
+    assert (json.loads(f.evidence["before"]), json.loads(f.evidence["after"])) == (THINK_ON, THINK_OFF)
+    bodies = [r["request"] for r in recs]
+    hand = handcount.content_loss(A, bodies, lambda rec, k: {**rec, "thinking": THINK_ON})
+    assert abs(f.tokens_lost - hand) <= 0.1 * hand, (f.tokens_lost, hand)
+
+
+# ------------------------------------------------------------------ a chain whose start is on the server
+
+def test_a_previous_response_id_chain_whose_start_is_not_in_the_log(tmp_path):
+    """The gateway shape of tests/data/formats/openai_responses_previous_response_id.jsonl, the
+    chain's first response (``resp_0``) logged elsewhere: the requests are marked as holding a
+    prefix on the server, and server-side-chain quotes the id and the tokens the log cannot
+    show (reported input minus the logged prompt), nothing claimed as lost (the simulation of
+    the short prompt serves nothing the provider did not)."""
+    recs = []
+    for k in (1, 2):
+        inp = [{"role": "user", "content": f"Where is order {k}?"}]
+        recs.append({"timestamp": f"2026-05-01T10:0{k}:00.000Z",
+                     "request": {"model": "gpt-4.1-mini", "input": inp, "store": True, "previous_response_id": f"resp_{k - 1:04d}"},
+                     "response": {"id": f"resp_{k:04d}", "object": "response", "status": "completed", "model": "gpt-4.1-mini",
+                                  "previous_response_id": f"resp_{k - 1:04d}",
+                                  "output": [{"type": "message", "id": f"msg_{k}", "status": "completed", "role": "assistant",
+                                              "content": [{"type": "output_text", "text": f"Order {k} shipped.", "annotations": []}]}],
+                                  "usage": {"input_tokens": 1700 + 30 * k, "input_tokens_details": {"cached_tokens": 1536},
+                                            "output_tokens": 6, "output_tokens_details": {"reasoning_tokens": 0},
+                                            "total_tokens": 1706 + 30 * k}}})
+    path = shapes.write(tmp_path / "responses.jsonl", recs)
+    res = audit([path], AuditOptions())
+    f = by_rule(res, "server-side-chain")
+    assert f.evidence["previous_response_id"] == "resp_0000" and f.requests == 2 and f.tokens_lost == 0
+    logged = res.outcomes[0].prompt_tokens
+    assert f.evidence["server_side_tokens"] == 1730 - logged
+    # by hand: the logged prompt is one short user message and its chat framing
+    hand = O.length({"messages": recs[0]["request"]["input"]})
+    assert abs(logged - hand) <= 4, (logged, hand)
+    assert res.accounting.gaps["reported"] == res.accounting.gaps["content"] == 0
