@@ -174,13 +174,24 @@ def metrics(doc: Doc, target: Target) -> Metrics:
     if has_branches(doc):
         doc = variants(doc, 1)[0]
     items: list[Item] = []
+    run: list[str] = []  # the texts of the static run being merged (joined once: no quadratic concatenation)
+
+    def close_run() -> None:
+        if len(run) > 1:
+            first = items[-1].piece
+            items[-1] = Item(items[-1].part, Piece("static", "".join(run), span=first.span))
+        run.clear()
+
     for pi, part in enumerate(doc.parts):
         for pc in part.pieces:
             if pc.kind == "static" and items and items[-1].part == pi and items[-1].piece.kind == "static":
-                prev = items[-1].piece
-                items[-1] = Item(pi, Piece("static", prev.text + pc.text, span=prev.span))
+                run.append(pc.text)
             else:
+                close_run()
                 items.append(Item(pi, pc))
+                if pc.kind == "static":
+                    run.append(pc.text)
+    close_run()
     for it in items:
         if it.piece.kind == "static":
             it.tokens = target.count(it.piece.text)

@@ -132,6 +132,21 @@ class GoSource:
         a = call.child_by_field_name("arguments")
         return [c for c in a.named_children if c.type != "comment"] if a is not None else []
 
+    def operands(self, node: Node) -> list[Node]:
+        """The operands of a ``+`` chain, left to right, found without recursion."""
+        out: list[Node] = []
+        stack = [node]
+        while stack:
+            n = self._unwrap(stack.pop())
+            op = n.child_by_field_name("operator") if n.type == "binary_expression" else None
+            left, right = (n.child_by_field_name("left"), n.child_by_field_name("right")) if op is not None else (None, None)
+            if op is not None and self.f.src(op) == "+" and left is not None and right is not None:
+                stack.append(right)
+                stack.append(left)
+            else:
+                out.append(n)
+        return out
+
     def _unwrap(self, node: Node) -> Node:
         while node.type == "parenthesized_expression" and node.named_children:
             node = node.named_children[0]
@@ -162,7 +177,7 @@ class GoSource:
         if t == "binary_expression":
             op = node.child_by_field_name("operator")
             return op is not None and self.f.src(op) == "+" and any(
-                self.is_stringish(node.child_by_field_name(k), depth + 1) for k in ("left", "right"))
+                self.is_stringish(o, depth + 1) for o in self.operands(node))
         if t == "identifier":
             got = self.resolve(node)
             return got is not None and self.is_stringish(got[1], depth + 1)
@@ -185,9 +200,11 @@ class GoSource:
             return [Piece("static", lit, span=self.f.span(node))] if lit else []
         if t == "binary_expression":
             op = node.child_by_field_name("operator")
-            left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
-            if op is not None and self.f.src(op) == "+" and left is not None and right is not None:
-                return self.pieces(left, depth + 1) + self.pieces(right, depth + 1)
+            if op is not None and self.f.src(op) == "+":
+                out: list[Piece] = []
+                for o in self.operands(node):  # a chain of any length is one level
+                    out += self.pieces(o, depth + 1)
+                return out
         if t == "identifier":
             got = self.resolve(node)
             if got is not None and self.is_stringish(got[1], depth + 1):

@@ -159,6 +159,22 @@ class JsSource:
 
     # ----------------------------------------------------------------- string expressions
 
+    def operands(self, node: Node) -> list[Node]:
+        """The operands of a ``+`` chain, left to right, found without recursion (parentheses
+        around a ``+`` are looked through)."""
+        out: list[Node] = []
+        stack = [node]
+        while stack:
+            n = self._unwrap(stack.pop())
+            op = n.child_by_field_name("operator") if n.type == "binary_expression" else None
+            left, right = (n.child_by_field_name("left"), n.child_by_field_name("right")) if op is not None else (None, None)
+            if op is not None and self.f.src(op) == "+" and left is not None and right is not None:
+                stack.append(right)
+                stack.append(left)
+            else:
+                out.append(n)
+        return out
+
     def _unwrap(self, node: Node) -> Node:
         for _ in range(_MAX_DEPTH):
             if node.type in _WRAPPERS and node.named_children:
@@ -178,7 +194,7 @@ class JsSource:
         if t == "binary_expression":
             op = node.child_by_field_name("operator")
             if op is not None and self.f.src(op) == "+":
-                return any(self.is_stringish(node.child_by_field_name(k), depth + 1) for k in ("left", "right"))
+                return any(self.is_stringish(o, depth + 1) for o in self.operands(node))
             return False
         if t == "identifier":
             got = self.resolve(node)
@@ -238,9 +254,11 @@ class JsSource:
             return [p for p in out if p.kind != "static" or p.text]
         if t == "binary_expression":
             op = node.child_by_field_name("operator")
-            left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
-            if op is not None and self.f.src(op) == "+" and left is not None and right is not None:
-                return self.pieces(left, depth + 1) + self.pieces(right, depth + 1)
+            if op is not None and self.f.src(op) == "+":
+                out = []
+                for o in self.operands(node):  # a chain of any length is one level
+                    out += self.pieces(o, depth + 1)
+                return out
             return [self.slot(node)]
         if t == "identifier":
             got = self.resolve(node)

@@ -33,7 +33,7 @@ from typing import Iterator
 
 from ..classify import names_in
 from ..model import Doc, Edit, Issue, Parsed, Part, Piece, Slot, Span
-from .base import LineIndex, Occurrences, line_removal, next_content_line, parse_directive
+from .base import ByteColumns, LineIndex, Occurrences, line_removal, next_content_line, parse_directive, split_lines
 from .langchain import langchain_docs
 
 PROMPT_NAME = re.compile(r"(?i)(prompt|system|instruction|template|persona|preamble)")
@@ -54,7 +54,8 @@ class PythonSource:
         self.path = path
         self.text = text
         self.index = LineIndex(text)
-        self.lines = text.splitlines(keepends=True)
+        self.lines = split_lines(text)  # as Python's tokenizer numbers them
+        self.columns = ByteColumns(self.lines)
         self.tree = ast.parse(text)
         self.parent: dict[ast.AST, ast.AST] = {}
         for node in ast.walk(self.tree):
@@ -69,8 +70,7 @@ class PythonSource:
     # ----------------------------------------------------------------- positions
 
     def _col(self, lineno: int, col_offset: int) -> int:
-        line = self.lines[lineno - 1] if lineno - 1 < len(self.lines) else ""
-        return len(line.encode("utf-8")[:col_offset].decode("utf-8", "replace")) + 1
+        return self.columns.col(lineno - 1, col_offset) + 1
 
     def offset(self, lineno: int, col_offset: int) -> int:
         """Character offset of an AST (line, byte column)."""
@@ -186,7 +186,7 @@ class PythonSource:
         if isinstance(node, ast.JoinedStr):
             return True
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            return self.is_stringish(node.left, scope, depth + 1) or self.is_stringish(node.right, scope, depth + 1)
+            return any(self.is_stringish(o, scope, depth + 1) for o in _operands(node))
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             if node.func.attr in ("format", "strip", "lstrip", "rstrip") and \
                     self.is_stringish(node.func.value, scope, depth + 1):
@@ -223,7 +223,10 @@ class PythonSource:
                     out.append(self.slot(v.value, scope, depth))
             return out
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            return self.pieces(node.left, scope, depth + 1) + self.pieces(node.right, scope, depth + 1)
+            out = []
+            for o in _operands(node):  # a chain of any length is one level: each operand keeps its place
+                out += self.pieces(o, scope, depth + 1)
+            return out
         if isinstance(node, ast.Name):
             got = self.assignment(node.id, scope, node.lineno)
             if got is not None and self.is_stringish(got[1], self.scope_of(got[0])):
@@ -702,6 +705,21 @@ class PythonSource:
                                   removal=line_removal(self.index, self.path, s, s + (c1 - c0)))
             if got is not None:
                 (parsed.issues if isinstance(got, Issue) else parsed.directives).append(got)  # type: ignore[arg-type]
+
+
+def _operands(node: ast.BinOp) -> list[ast.AST]:
+    """The operands of a ``+`` chain (``a + b + c`` parses as ``(a + b) + c``), left to right,
+    found without recursion."""
+    out: list[ast.AST] = []
+    stack: list[ast.AST] = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add):
+            stack.append(n.right)
+            stack.append(n.left)
+        else:
+            out.append(n)
+    return out
 
 
 def _dedent(pieces: list[Piece], clean: bool) -> list[Piece]:

@@ -31,9 +31,11 @@ _FLOWISE_KEYS = (("systemMessagePrompt", "system"), ("systemMessage", "system"),
 
 
 def _get(node: Node | None, key: str) -> Node | None:
+    """The value of ``key`` in a mapping node (the last, when the key is duplicated, as JSON
+    parsers take it), else ``None``."""
     if not isinstance(node, MappingNode):
         return None
-    for k, v in node.value:
+    for k, v in reversed(node.value):
         if isinstance(k, ScalarNode) and k.value == key:
             return v
     return None
