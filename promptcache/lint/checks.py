@@ -20,6 +20,7 @@ names no model use the configured provider and model.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Sequence
@@ -27,7 +28,7 @@ from typing import Any, Sequence
 from ..diagnose.rules import Rule
 from ..simulate.rules import CacheRules, provider as provider_file
 from ..tokenize import Tokenizer, resolve_tokenizer
-from .classify import Classifier, Match, classifier_for
+from .classify import Classifier, Match, classifier_for, words
 from .config import Settings
 from .model import Doc, LintFinding, Parsed, Part, Piece, Slot, Span
 
@@ -315,14 +316,64 @@ def _classifier(rules: Sequence[Rule]) -> Classifier:
     return classifier_for(values, unknown)
 
 
+#: Words that name a speaker in a transcript-style prompt (``{{$user}}I have a question``).
+ROLE_WORDS = frozenset({"user", "bot", "human", "ai", "assistant", "system", "char", "model", "agent"})
+#: Objects whose fields are a request's inputs of any kind: a per-user field read from one says
+#: nothing about its other fields.
+_GENERIC_OWNERS = frozenset({"json", "input", "inputs", "data", "props", "this", "self", "ctx", "context",
+                             "params", "args", "kwargs", "state", "vars", "variables", "payload", "body", "req",
+                             "request", "options", "opts", "item", "node", "env", "event", "values", "fields",
+                             "locals", "globals", "page", "query"})
+_LABEL = re.compile(r"(?:^|\n)[ \t]*(?:[-*•>#]+[ \t]*)?(?P<label>[A-Za-z][A-Za-z0-9 _'’/-]{0,40}?)[ \t]*[:=][ \t]*$")
+
+
+def _all_slots(pieces: Sequence[Piece]) -> list[Slot]:
+    out: list[Slot] = []
+    stack = list(reversed(pieces))
+    while stack:
+        pc = stack.pop()
+        if pc.slot is not None:
+            out.append(pc.slot)
+        for alt in reversed(pc.branches):
+            stack.extend(reversed(alt))
+    return out
+
+
+def user_owners(doc: Doc, classify: Classifier) -> dict[str, str]:
+    """Objects the prompt reads per-user fields from, by name (``requestHints`` when
+    ``requestHints.city`` is per-user data by its name), each with the field that says so; a
+    value read from the same object is per-user too (``requestHints.name``)."""
+    out: dict[str, str] = {}
+    for part in doc.parts:
+        for slot in _all_slots(part.pieces):
+            got = classify.classify(slot)
+            if got is None or got.rule is None or got.by != "name" or got.rule.id != "user-data-before-shared":
+                continue
+            owner = _owner(got.evidence)
+            if owner:
+                out.setdefault(owner, got.evidence)
+    return out
+
+
+def _owner(name: str) -> str:
+    """``requestHints`` of ``requestHints.city``; ``""`` for a plain name or a generic object."""
+    n = re.sub(r"\s+", "", name).replace("?.", ".")
+    head, dot, _ = n.rpartition(".")
+    if not dot or not head:
+        return ""
+    last = head.rsplit(".", 1)[-1].lstrip("$@").lower()
+    return "" if last in _GENERIC_OWNERS else head
+
+
 def check_doc(doc: Doc, rules: Sequence[Rule], settings: Settings) -> list[LintFinding]:
     """Findings on one prompt: volatile, per-user and unknown values in the cacheable region, a
     short static prefix, and statically visible breakpoint mistakes; a prompt with conditionals
     is checked in each of its :func:`variants`, and a finding counts once."""
     out: list[LintFinding] = []
     seen: set[tuple[str, int, int]] = set()
+    owners = user_owners(doc, _classifier(rules))
     for v in variants(doc):
-        for f in _check_variant(v, rules, settings):
+        for f in _check_variant(v, rules, settings, owners):
             key = (f.rule_id, f.span.line, f.span.col)
             if key not in seen:
                 seen.add(key)
@@ -330,7 +381,36 @@ def check_doc(doc: Doc, rules: Sequence[Rule], settings: Settings) -> list[LintF
     return out
 
 
-def _check_variant(doc: Doc, rules: Sequence[Rule], settings: Settings) -> list[LintFinding]:
+def _in_context(slot: Slot, items: list[Item], k: int, classify: Classifier, owners: dict[str, str],
+                rules: Sequence[Rule]) -> Match | None | bool:
+    """What a value's place says about it when its names and source do not: ``False`` for a
+    speaker label (``{{$user}}`` opening a transcript line: ``Human:``), a per-user
+    :class:`Match` for a field of an object other per-user fields are read from, or the class
+    the label before it names (``- lat: ${hints.latitude}``, ``Session: {{ x }}``); ``None``
+    when nothing does."""
+    prev = items[k - 1].piece if k > 0 and items[k - 1].part == items[k].part else None
+    nxt = items[k + 1].piece if k + 1 < len(items) and items[k + 1].part == items[k].part else None
+    line_start = prev is None or (prev.kind == "static" and prev.text.endswith(("\n", "\r")))
+    if line_start and nxt is not None and nxt.kind == "static" and nxt.text[:1] not in ("", "\n", "\r", " ", "\t") \
+            and slot.names and all(words(n) and set(words(n)) <= ROLE_WORDS for n in slot.names):
+        return False
+    for n in slot.names:
+        owner = _owner(n)
+        if owner and owner in owners:
+            user = next((r for r in classify.rules if r.id == "user-data-before-shared"), None)
+            if user is not None:
+                return Match(user, "name", n, f"read from `{owner}`, as `{owners[owner]}` is")
+    if prev is not None and prev.kind == "static" and slot.kind == "variable":
+        m = _LABEL.search(prev.text[-80:])
+        if m is not None and not set(words(m.group("label"))) <= ROLE_WORDS:
+            got = classify.by_name([m.group("label")])
+            if got is not None:
+                return Match(got.rule, "label", m.group("label").strip(), got.entry)
+    return None
+
+
+def _check_variant(doc: Doc, rules: Sequence[Rule], settings: Settings,
+                   owners: dict[str, str] | None = None) -> list[LintFinding]:
     target = target_for(doc, settings)
     m = metrics(doc, target)
     by_check = {r.options.get("check"): r for r in rules if r.kind in ("template", "breakpoint")}
@@ -355,6 +435,12 @@ def _check_variant(doc: Doc, rules: Sequence[Rule], settings: Settings) -> list[
         slot = it.piece.slot
         assert slot is not None
         got: Match | None = classify.classify(slot)
+        if got is None or (got.by == "name" and got.entry.lstrip("=") in ROLE_WORDS):
+            ctx = _in_context(slot, m.items, k, classify, owners or {}, rules)
+            if ctx is False:
+                continue  # a speaker label of a transcript
+            if ctx is not None or got is None:
+                got = ctx  # type: ignore[assignment]
         if got is not None and got.rule is None:
             continue  # a deploy-time constant (stable_names)
         rule = got.rule if got is not None else None
