@@ -506,20 +506,39 @@ _PLACEHOLDER = re.compile(
     r"|(?<!\{)\{(?P<fmt>[A-Za-z_]\w*(?:\.\w+|\[[^\]{}]*\])*)(?:![rsa])?(?::[^{}\n]*)?\}(?!\})", re.S)
 
 
-def scan_placeholders(text: str, locate: Locator) -> Scan:
+#: Claude Code's file references in commands and agents (``@package.json``, ``@src/app.ts``,
+#: ``@docs/``): a path with an extension or a slash, not a mention (``@raphtlw``), an e-mail
+#: address or a decorator call.
+_FILE_REF = re.compile(r"(?<![\w@`/.])@(?P<path>(?:\.{1,2}/|~/)?[\w.-]*(?:/[\w.-]+)*\.[A-Za-z0-9]{1,10}"
+                       r"|(?:\.{1,2}/|~/)?[\w.-]+/(?:[\w.-]+/?)*)(?![\w(/])")
+_FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n.*?^[ \t]*\1[ \t]*$", re.M | re.S)
+
+
+def scan_placeholders(text: str, locate: Locator, *, file_refs: bool = False) -> Scan:
     """Scan plain text for placeholders (``{{ x }}`` (also Semantic Kernel's ``{{$x}}`` and
     Dify's ``{{#node.x#}}``), ``${x}`` (also VS Code's ``${input:x}``), ``{x}``, Claude Code's
-    ``$ARGUMENTS`` / ``$1`` and ``!`command` ``); everything else is static, comments included
-    (plain text has none that stay out of the prompt)."""
+    ``$ARGUMENTS`` / ``$1`` and ``!`command` ``; with ``file_refs``, its ``@path`` file
+    references outside code fences, which put the file's content in the prompt as ``!`cat
+    path` `` would); everything else is static, comments included (plain text has none that
+    stay out of the prompt)."""
     out = Scan()
     pos = 0
-    for m in _PLACEHOLDER.finditer(text):
+    found = list(_PLACEHOLDER.finditer(text))
+    if file_refs and "@" in text:
+        fences = [(f.start(), f.end()) for f in _FENCE.finditer(text)]
+        taken = [(m.start(), m.end()) for m in found]
+        refs = [r for r in _FILE_REF.finditer(text)
+                if not any(a <= r.start() < b for a, b in fences) and not any(a <= r.start() < b for a, b in taken)]
+        found = sorted(found + refs, key=lambda m: m.start())
+    for m in found:
         if m.start() > pos:
             out.pieces.append(Piece("static", text[pos:m.start()], span=locate(pos, m.start(), text[pos:m.start()])))
-        expr = (m.group("dbl") if m.group("dbl") is not None else
-                m.group("dollar") or m.group("fmt") or m.group("arg") or "").strip()
+        expr = "" if m.re is _FILE_REF else (m.group("dbl") if m.group("dbl") is not None else
+                                               m.group("dollar") or m.group("fmt") or m.group("arg") or "").strip()
         raw = m.group(0)
-        if m.group("bang"):  # Claude Code commands: !`git status` runs when the command is used
+        if m.re is _FILE_REF:  # @file: the file's content, read when the command runs
+            probes, names = (raw, f"!`cat {m.group('path')}`"), ()
+        elif m.group("bang"):  # Claude Code commands: !`git status` runs when the command is used
             probes, names = (raw, m.group("bang")[2:-1]), ()
         else:
             probes, names = (_probes(expr, {}) if expr else (raw,)), names_in(expr.replace(":", " "))
