@@ -369,16 +369,15 @@ def check_doc(doc: Doc, rules: Sequence[Rule], settings: Settings) -> list[LintF
     """Findings on one prompt: volatile, per-user and unknown values in the cacheable region, a
     short static prefix, and statically visible breakpoint mistakes; a prompt with conditionals
     is checked in each of its :func:`variants`, and a finding counts once."""
-    out: list[LintFinding] = []
-    seen: set[tuple[str, int, int]] = set()
+    seen: dict[tuple[str, int, int], LintFinding] = {}
     owners = user_owners(doc, _classifier(rules))
     for v in variants(doc):
         for f in _check_variant(v, rules, settings, owners):
             key = (f.rule_id, f.span.line, f.span.col)
-            if key not in seen:
-                seen.add(key)
-                out.append(f)
-    return out
+            # once per value: the variant that puts the most static tokens at risk says how much it costs
+            if key not in seen or (f.tokens_at_risk or 0) > (seen[key].tokens_at_risk or 0):
+                seen[key] = f
+    return list(seen.values())
 
 
 def _in_context(slot: Slot, items: list[Item], k: int, classify: Classifier, owners: dict[str, str],

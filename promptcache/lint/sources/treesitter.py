@@ -123,6 +123,8 @@ class TSFile:
 #: (Mustache), ``{{$name}}``: an identifier right after the brace, so JSON examples are text.
 FSTRING_FIELD = re.compile(r"(?<!\{)\{([A-Za-z_][\w.]*)\}(?!\})")
 MUSTACHE_FIELD = re.compile(r"\{\{\{?\s*([#^/]?[$A-Za-z_][\w.$ ]*?)\s*\}?\}\}")
+#: n8n expressions: ``{{ $now }}``, ``{{ $json.x }}``, ``{{ $('Node').item.json.x }}``.
+N8N_FIELD = re.compile(r"\{\{(.*?)\}\}", re.S)
 
 
 def split_fields(pieces: list[Piece], index: LineIndex, path: str,
