@@ -260,15 +260,18 @@ def has_branches(doc: Doc) -> bool:
     return any(pc.kind == "branch" for part in doc.parts for pc in part.pieces)
 
 
-def variants(doc: Doc, limit: int = MAX_VARIANTS) -> list[Doc]:
+def variants(doc: Doc, limit: int = MAX_VARIANTS, stats: dict[str, Any] | None = None) -> list[Doc]:
     """The flat prompts a prompt with conditionals renders: the first alternative of every
     conditional, then, for each conditional met and each other alternative, the variant that
     takes it (nested conditionals included), up to ``limit`` variants. A prompt without
     conditionals is its own only variant.
 
     Each variant's conditions stay in it as ``block`` slots (so the static prefix ends there
-    in the lockfile's terms), and its parts keep their names and breakpoints.
+    in the lockfile's terms), and its parts keep their names and breakpoints. ``stats`` (when
+    given) gets ``complete``: whether every alternative was reached within ``limit``.
     """
+    if stats is not None:
+        stats["complete"] = True
     if not has_branches(doc):
         return [doc]
     out: list[Doc] = []
@@ -294,6 +297,8 @@ def variants(doc: Doc, limit: int = MAX_VARIANTS) -> list[Doc]:
                 continue
             for alt in range(1, len(pc.branches)):
                 queue.append({**choice, id(pc): alt})
+    if stats is not None and queue:
+        stats["complete"] = False
     return out
 
 
@@ -365,13 +370,19 @@ def _owner(name: str) -> str:
     return "" if last in _GENERIC_OWNERS else head
 
 
-def check_doc(doc: Doc, rules: Sequence[Rule], settings: Settings) -> list[LintFinding]:
+def check_doc(doc: Doc, rules: Sequence[Rule], settings: Settings, notes: list[str] | None = None) -> list[LintFinding]:
     """Findings on one prompt: volatile, per-user and unknown values in the cacheable region, a
     short static prefix, and statically visible breakpoint mistakes; a prompt with conditionals
-    is checked in each of its :func:`variants`, and a finding counts once."""
+    is checked in each of its :func:`variants`, and a finding counts once. A prompt with more
+    alternatives than :data:`MAX_VARIANTS` is checked in that many, and ``notes`` says so."""
     seen: dict[tuple[str, int, int], LintFinding] = {}
     owners = user_owners(doc, _classifier(rules))
-    for v in variants(doc):
+    stats: dict[str, Any] = {}
+    vs = variants(doc, MAX_VARIANTS, stats)
+    if not stats.get("complete", True) and notes is not None:
+        notes.append(f"`{doc.name}` renders more than {MAX_VARIANTS} alternatives (its conditionals combined); "
+                     f"{MAX_VARIANTS} were checked, and a value only the others render may be missed")
+    for v in vs:
         for f in _check_variant(v, rules, settings, owners):
             key = (f.rule_id, f.span.line, f.span.col)
             # once per value: the variant that puts the most static tokens at risk says how much it costs
@@ -539,5 +550,5 @@ def check_parsed(parsed: Parsed, rules: Sequence[Rule], settings: Settings) -> l
             continue
         out.append(finding(rule, issue.span, issue.match, issue.values, edits=issue.edits))
     for doc in parsed.docs:
-        out += check_doc(doc, rules, settings)
+        out += check_doc(doc, rules, settings, parsed.notes)
     return out

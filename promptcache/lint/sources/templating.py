@@ -593,6 +593,7 @@ def scan_tags(text: str, locate: Locator, dialect: str) -> Scan:
     out = Scan()
     tree = _Branches()
     stack: list[str] = []  # open statements: "if", "loop", "hidden"
+    opened: list[tuple[int, str]] = []  # where each open statement is, and its tag
     bindings: dict[str, str] = {}
     hidden = 0
     pending_strip = False
@@ -655,6 +656,7 @@ def scan_tags(text: str, locate: Locator, dialect: str) -> Scan:
             continue
         elif (is_stmt or dialect == "go") and word in d["if"]:
             stack.append("if")
+            opened.append((m.start(), raw))
             tree.open(word, Slot(span, raw, "block", (raw, rest), _names(rest, bindings)))
         elif (is_stmt or dialect == "go") and word in d["alt"] and stack and stack[-1] in ("if", "loop"):
             cond = rest[3:] if rest.startswith("if ") else rest
@@ -665,19 +667,25 @@ def scan_tags(text: str, locate: Locator, dialect: str) -> Scan:
         elif (is_stmt or dialect == "go") and (word in d["endif"] or (word in d["end"] and stack and stack[-1] == "if")):
             if stack:
                 stack.pop()
+                opened.pop()
             tree.close()
         elif (is_stmt or dialect == "go") and word in d["hidden"]:
             stack.append("hidden")
+            opened.append((m.start(), raw))
             hidden += 1
             if word == "capture":
                 bindings[rest.strip()] = ""
         elif (is_stmt or dialect == "go") and word in d["loop"]:
             stack.append("loop")
+            opened.append((m.start(), raw))
             it = rest.split(" in ", 1)[1] if " in " in rest else rest.split(":=", 1)[-1]
+            if dialect == "liquid" and " in " in rest:  # the loop's variable stands for its items
+                bindings[rest.split(" in ", 1)[0].strip()] = it.split()[0] if it.split() else it
             tree.open(word, Slot(span, raw, "block", (raw, rest), _names(it, bindings)), loop=True)
         elif (is_stmt or dialect == "go") and word in d["end"]:
             if stack:
                 top = stack.pop()
+                opened.pop()
                 if top == "hidden":
                     hidden = max(0, hidden - 1)
                 elif top in ("if", "loop"):
@@ -704,6 +712,7 @@ def scan_tags(text: str, locate: Locator, dialect: str) -> Scan:
         pending_strip = strip_after
         pos = end
     if stack and out.error is None:
-        out.error = (len(text) - 1 if text else 0, f"`{stack[-1]}` block is never closed")
+        at, tag = opened[-1]
+        out.error = (at, f"`{' '.join(tag.split())[:60]}` is never closed")
     out.pieces = [p for p in tree.finish() if p.kind != "static" or p.text]
     return out
