@@ -242,14 +242,14 @@ def _flatten(pieces: tuple[Piece, ...] | list[Piece], choice: dict[int, int], se
         seen.append(pc)
         if pc.slot is not None:  # the condition (or a loop's iterable) is a value of the prompt
             c = pc.slot
-            out.append(Piece("slot", slot=Slot(c.span, c.source, "block" if pc.loop else "condition", c.probes,
+            out.append(Piece("slot", slot=Slot(c.span, c.source, "loop" if pc.loop else "condition", c.probes,
                                                c.names), span=pc.span))
         alt = choice.get(id(pc), 0)
         if pc.branches:
             body = _flatten(pc.branches[min(alt, len(pc.branches) - 1)], choice, seen)
-            if pc.loop:  # a loop body's variables vary with the items, which the loop slot stands for
+            if pc.loop:  # a loop body's values (nested loops too) vary with the items the loop slot stands for
                 body = [Piece("slot", slot=Slot(b.slot.span, b.slot.source, "in-loop", b.slot.probes, b.slot.names),
-                              span=b.span) if b.kind == "slot" and b.slot is not None and b.slot.kind == "variable"
+                              span=b.span) if b.kind == "slot" and b.slot is not None and b.slot.kind in ("variable", "loop")
                         else b for b in body]
             out += body
     return out
@@ -278,6 +278,8 @@ def variants(doc: Doc, limit: int = MAX_VARIANTS, stats: dict[str, Any] | None =
     queue: list[dict[int, int]] = [{}]
     done: set[tuple[tuple[int, int], ...]] = set()
     renders: set[tuple] = set()
+    alternatives: set[tuple[int, int]] = set()  # (conditional, alternative) met
+    taken: set[tuple[int, int]] = set()  # ... and rendered in a variant
     while queue and len(out) < limit:
         choice = queue.pop(0)
         key = tuple(sorted(choice.items()))
@@ -293,12 +295,14 @@ def variants(doc: Doc, limit: int = MAX_VARIANTS, stats: dict[str, Any] | None =
         renders.add(rendered)
         out.append(Doc(doc.path, doc.name, parts, doc.span, doc.model, doc.provider, doc.automatic_breakpoint))
         for pc in seen:
+            alternatives.update((id(pc), a) for a in range(len(pc.branches)))
+            taken.add((id(pc), choice.get(id(pc), 0)))
             if id(pc) in choice:
                 continue
             for alt in range(1, len(pc.branches)):
                 queue.append({**choice, id(pc): alt})
-    if stats is not None and queue:
-        stats["complete"] = False
+    if stats is not None and queue and not alternatives <= taken:
+        stats["complete"] = False  # an alternative no checked variant rendered
     return out
 
 
@@ -329,7 +333,7 @@ _GENERIC_OWNERS = frozenset({"json", "input", "inputs", "data", "props", "this",
                              "params", "args", "kwargs", "state", "vars", "variables", "payload", "body", "req",
                              "request", "options", "opts", "item", "node", "env", "event", "values", "fields",
                              "locals", "globals", "page", "query"})
-_LABEL = re.compile(r"(?:^|\n)[ \t]*(?:[-*•>#]+[ \t]*)?(?P<label>[A-Za-z][A-Za-z0-9 _'’/-]{0,40}?)[ \t]*[:=][ \t]*$")
+_LABEL = re.compile(r"(?:^|\n)[ \t]*(?:[-*•>#\"'`(\[]+[ \t]*)?(?P<label>[A-Za-z][A-Za-z0-9 _'’/-]{0,40}?)[ \t]*[:=][ \t]*$")
 
 
 def _all_slots(pieces: Sequence[Piece]) -> list[Slot]:
@@ -380,8 +384,8 @@ def check_doc(doc: Doc, rules: Sequence[Rule], settings: Settings, notes: list[s
     stats: dict[str, Any] = {}
     vs = variants(doc, MAX_VARIANTS, stats)
     if not stats.get("complete", True) and notes is not None:
-        notes.append(f"`{doc.name}` renders more than {MAX_VARIANTS} alternatives (its conditionals combined); "
-                     f"{MAX_VARIANTS} were checked, and a value only the others render may be missed")
+        notes.append(f"`{doc.name}` renders more than {MAX_VARIANTS} variants (its conditionals combined); "
+                     f"{MAX_VARIANTS} were checked, and an alternative none of them takes was not")
     for v in vs:
         for f in _check_variant(v, rules, settings, owners):
             key = (f.rule_id, f.span.line, f.span.col)
@@ -463,7 +467,12 @@ def _check_variant(doc: Doc, rules: Sequence[Rule], settings: Settings,
             rule = unknown
         elif rule.id not in selected:
             continue
-        if after < int(rule.options.get("min_tokens_lost", DEFAULT_MIN_TOKENS_AT_RISK)):
+        floor = int(rule.options.get("min_tokens_lost", DEFAULT_MIN_TOKENS_AT_RISK))
+        if rule is unknown and slot.kind == "loop":
+            # a list the prompt renders item by item is data of the request (retrieved items, a
+            # user's records) unless its name says it is a catalogue (tools, plugins: stable)
+            floor = int(rule.options.get("min_tokens_lost_loop", DEFAULT_MIN_TOKENS_AT_RISK))
+        if after < floor:
             continue
         flagged.add(k)
         part = doc.parts[it.part]

@@ -447,7 +447,36 @@ class GoSource:
         return docs
 
     def _named(self, value: Node) -> list[Piece]:
-        return self.template(value) if "{{" in self.f.src(value) else self.pieces(value)
+        """A prompt-like name's value: a Go template when it holds ``{{``; a string literal
+        whose printf verbs no ``fmt.Sprintf`` in this file fills is a format string filled
+        elsewhere (``const DefaultSystemPrompt = "The current date: %s ..."``): its verbs are
+        values, each at its place (what it is, the label before it says)."""
+        if "{{" in self.f.src(value):
+            return self.template(value)
+        ps = self.pieces(value)
+        lit = self._unwrap(value)
+        if self.literal(lit) is None or not any(p.kind == "static" and _VERB.search(p.text) for p in ps):
+            return ps
+        occ = Occurrences(self.f.src(lit))
+        base = self.f.offset(lit)
+        out: list[Piece] = []
+        for p in ps:
+            if p.kind != "static":
+                out.append(p)
+                continue
+            pos = 0
+            for m in _VERB.finditer(p.text):
+                at = occ.find(m.group(0))
+                if m.group(2) == "%":
+                    continue
+                if m.start() > pos:
+                    out.append(Piece("static", p.text[pos:m.start()].replace("%%", "%"), span=p.span))
+                span = self.f.index.span(self.path, base + at, base + at + len(m.group(0))) if at >= 0 else p.span
+                out.append(Piece("slot", slot=Slot(span or self.f.span(lit), m.group(0), "variable", (m.group(0),), ())))
+                pos = m.end()
+            if pos < len(p.text):
+                out.append(Piece("static", p.text[pos:].replace("%%", "%"), span=p.span))
+        return out
 
     def _message(self, value: Node, lit: Node) -> Part | None:
         """A ``ChatCompletionMessage`` literal's ``{Role: ..., Content: ...}`` as a part."""

@@ -401,6 +401,7 @@ def scan_mustache(text: str, locate: Locator) -> Scan:
     out = Scan()
     tree = _Branches()
     stack: list[tuple[str, int, bool]] = []  # (name, offset, is a conditional)
+    scopes: list[str] = []  # per open section: the object {{#with x}} / {{#each x}} makes the context, or ""
     pos = 0
     strip_next = False
     while True:
@@ -462,14 +463,20 @@ def scan_mustache(text: str, locate: Locator) -> Scan:
             else:
                 if stack.pop()[2]:
                     tree.close()
+                if scopes:
+                    scopes.pop()
         elif sigil in ("#", "^"):
             words = body.split()
             name = words[0] if words else ""
             probes = [raw, body] + [f"{{{{ {w} }}}}" for w in _IDENT.findall(" ".join(words[1:]))]
             slot = Slot(span, raw, "block", tuple(probes), names_in(body))
-            cond = sigil == "^" or name in ("if", "unless") or (len(words) == 1 and name not in _LOOP_HELPERS)
+            # {{#with x}} / {{#let}} render their body once, when x is set: a conditional, not a loop
+            cond = sigil == "^" or name in ("if", "unless", "with", "let") or \
+                (len(words) == 1 and name not in _LOOP_HELPERS)
             stack.append((name, m.start(), True))
-            tree.open(name, slot, loop=not cond)  # {{#each}}, {{#with}}: a loop over the body
+            tree.open(name, slot, loop=not cond)  # {{#each}}: a loop over the body
+            # inside {{#with x}} / {{#each x}}, a bare name is a field of x ({{name}} is x.name)
+            scopes.append(words[1] if name in ("with", "each") and len(words) > 1 else "")
         elif sigil == "else" or (sigil == "^" and not body):
             rest = body[4:].strip() if body.startswith("else") else body
             if stack and stack[-1][2]:
@@ -483,9 +490,15 @@ def scan_mustache(text: str, locate: Locator) -> Scan:
             if len(words) > 1:
                 probes += [f"{{{{ {w} }}}}" for w in _IDENT.findall(" ".join(words[1:]))]
             partial = sigil == ">"
+            names = names_in(body)
+            scope = next((x for x in reversed(scopes) if x), "")
+            if scope:  # the names read from the object in scope, and the object's
+                names = tuple(dict.fromkeys([*(f"{scope}.{n}" if not n.startswith(("this", "@", ".")) else n
+                                               for n in names), scope]))
+                if len(words) == 1 and not body.startswith(("this", "@", ".")):
+                    probes = [f"{{{{ {scope}.{body} }}}}", f"{scope}.{body}"]
             tree.cur.append(Piece("slot", slot=Slot(span, raw, "block" if partial else "variable",
-                                                    tuple(dict.fromkeys(probes)),
-                                                    () if partial else names_in(body))))
+                                                    tuple(dict.fromkeys(probes)), () if partial else names)))
         pos = end
     if stack and out.error is None:
         name, at, _ = stack[-1]
@@ -571,7 +584,7 @@ _GO_STR = re.compile(r'"(?:[^"\\\n]|\\.)*"|`[^`]*`|\'(?:[^\'\\\n]|\\.)*\'')
 #: conditional; that open a block rendering its body (loops), close one; whose body is not
 #: rendered (``define``, ``capture``, ``comment``); and that bind a variable.
 _DIALECT = {
-    "go": {"if": ("if",), "alt": ("else",), "endif": (), "loop": ("range", "with", "block"), "end": ("end",),
+    "go": {"if": ("if", "with"), "alt": ("else",), "endif": (), "loop": ("range", "block"), "end": ("end",),
            "hidden": ("define",), "bind": ()},
     "liquid": {"if": ("if", "unless", "case"), "alt": ("elsif", "else", "when"),
                "endif": ("endif", "endunless", "endcase"), "loop": ("for", "tablerow"),
