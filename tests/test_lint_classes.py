@@ -391,3 +391,14 @@ def test_memory_and_knowledge_names_and_loops_over_unknown_items(repo):
     assert found(lint(repo, "tools.j2", j2)) == []  # a catalogue is stable
     hbs = "{{#with organization}}We are {{name}}.{{/with}}\n" + LONG
     assert found(lint(repo, "org.hbs", hbs)) == []  # {{#with}} is a conditional, not a list
+
+
+def test_a_format_string_with_escaped_braces_is_not_a_jinja_template(repo):
+    """opea-project/GenAIExamples FinanceAgent/prompts/research_prompt.py: a prompt constant with
+    `{history}` fields and `{{"tool": ...}}` escaped braces (LangChain's f-string format) was read
+    as Jinja, so its fields were text; a constant with `{% %}` or only `{{ }}` is still Jinja."""
+    py = ('PROMPT = """You can call tools.\nTOOL CALL: {{"tool": "t1", "args": {{"a": "v"}}}}\n'
+          '== Previous turns ==\n{thread_history}\n== End ==\n' + LONG + '\nUSER MESSAGE: {input}\n"""\n')
+    assert found(lint(repo, "research_prompt.py", py)) == [("PC110", *at(py, "{thread_history}"))]
+    py = 'SYSTEM_PROMPT = """Today {{ today }}. ' + LONG + '"""\n'
+    assert found(lint(repo, "j.py", py)) == [("PC102", *at(py, "{{ today }}"))]

@@ -743,7 +743,7 @@ class PythonSource:
             name = nm if counts[nm] == 1 else f"{nm}@{n.lineno}"
             role = "system" if re.search(r"(?i)system|instruction|persona|preamble", nm) else "template"
             jinja = isinstance(n.value, ast.Constant) and isinstance(n.value.value, str) and \
-                ("{{" in n.value.value or "{%" in n.value.value)  # a Jinja template kept in a constant
+                is_jinja_text(n.value.value)  # a Jinja template kept in a constant
             pieces = self.template_constant(n.value, "jinja2") if jinja else None
             docs.append(Doc(self.path, name, [Part(role, nm, pieces if pieces is not None else
                                                    self.fields(self.pieces(n.value, scope), n.value),
@@ -953,6 +953,20 @@ def _spec_text(spec: ast.AST | None) -> str:
     if isinstance(spec, ast.JoinedStr) and all(isinstance(v, ast.Constant) for v in spec.values):
         return "".join(str(v.value) for v in spec.values)  # type: ignore[union-attr]
     return ""
+
+
+#: A ``str.format`` field (``{history}``): one brace, an identifier, one brace.
+_FORMAT_FIELD = re.compile(r"(?<!\{)\{[A-Za-z_]\w*(?:\.\w+)*\}(?!\})")
+
+
+def is_jinja_text(text: str) -> bool:
+    """Whether a prompt constant is a Jinja template: it has ``{%`` statements, or ``{{ }}``
+    and no ``str.format`` fields. A text with ``{field}`` fields is a format string (LangChain's
+    f-string templates), whose ``{{`` and ``}}`` are escaped braces (``TOOL CALL: {{"tool":
+    ...}}``)."""
+    if "{%" in text:
+        return True
+    return "{{" in text and not _FORMAT_FIELD.search(text)
 
 
 def _operands(node: ast.BinOp) -> list[ast.AST]:
