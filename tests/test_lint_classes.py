@@ -402,3 +402,18 @@ def test_a_format_string_with_escaped_braces_is_not_a_jinja_template(repo):
     assert found(lint(repo, "research_prompt.py", py)) == [("PC110", *at(py, "{thread_history}"))]
     py = 'SYSTEM_PROMPT = """Today {{ today }}. ' + LONG + '"""\n'
     assert found(lint(repo, "j.py", py)) == [("PC102", *at(py, "{{ today }}"))]
+
+
+def test_the_assistants_own_name_and_fields_of_a_reported_loop(repo):
+    """PhongHuaThai/LLM-with-langchain-ragas: "You are called {name}" names the assistant (set per
+    deployment), not a user; a customer's name is still per-user. The fields of items in a loop
+    over retrieved documents are the loop's, which is reported once (each field was reported
+    again before)."""
+    py = ('from langchain_core.prompts import ChatPromptTemplate\n'
+          'p = ChatPromptTemplate.from_messages([("system", "You are called {name}. ' + LONG + '"), ("human", "{q}")])\n')
+    assert found(lint(repo, "bot.py", py)) == []
+    py = ('from langchain_core.prompts import ChatPromptTemplate\n'
+          'p = ChatPromptTemplate.from_messages([("system", "The customer is {name}. ' + LONG + '"), ("human", "{q}")])\n')
+    assert found(lint(repo, "customer.py", py)) == [("PC108", *at(py, "{name}"))]
+    j2 = "# Sources\n{% for item in documents %}\nid: {{ item.id }}\ntext: {{ item.content }}\n{% endfor %}\n" + LONG
+    assert found(lint(repo, "rag.j2", j2)) == [("PC110", *at(j2, "{% for item in documents %}"))]

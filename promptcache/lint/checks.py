@@ -28,7 +28,7 @@ from typing import Any, Sequence
 from ..diagnose.rules import Rule
 from ..simulate.rules import CacheRules, provider as provider_file
 from ..tokenize import Tokenizer, resolve_tokenizer
-from .classify import Classifier, Match, classifier_for, words
+from .classify import Classifier, Match, classifier_for, names_in, words
 from .config import Settings
 from .model import Doc, LintFinding, Parsed, Part, Piece, Slot, Span
 
@@ -333,6 +333,9 @@ _GENERIC_OWNERS = frozenset({"json", "input", "inputs", "data", "props", "this",
                              "params", "args", "kwargs", "state", "vars", "variables", "payload", "body", "req",
                              "request", "options", "opts", "item", "node", "env", "event", "values", "fields",
                              "locals", "globals", "page", "query"})
+#: Text that introduces the assistant's own name ("You are called {name}", "Your name is {name}").
+_SELF_NAME = re.compile(r"(?i)\b(?:you are|you're|your name is|you are called|you are named|call yourself|"
+                        r"your name:|i am|i'm|my name is)\s*$")
 _LABEL = re.compile(r"(?:^|\n)[ \t]*(?:[-*•>#\"'`(\[]+[ \t]*)?(?P<label>[A-Za-z][A-Za-z0-9 _'’/-]{0,40}?)[ \t]*[:=][ \t]*$")
 
 
@@ -423,6 +426,14 @@ def _in_context(slot: Slot, items: list[Item], k: int, classify: Classifier, own
     return None
 
 
+def _is_own_name(slot: Slot, items: list[Item], k: int) -> bool:
+    """Whether a value named ``name`` is introduced as the assistant's own ("You are called
+    {name}", "Your name is {{name}}")."""
+    prev = items[k - 1].piece if k > 0 and items[k - 1].part == items[k].part else None
+    return prev is not None and prev.kind == "static" and bool(_SELF_NAME.search(prev.text[-40:])) and \
+        bool(slot.names) and all(words(n)[-1:] == ("name",) for n in slot.names)
+
+
 def _check_variant(doc: Doc, rules: Sequence[Rule], settings: Settings,
                    owners: dict[str, str] | None = None) -> list[LintFinding]:
     target = target_for(doc, settings)
@@ -449,6 +460,9 @@ def _check_variant(doc: Doc, rules: Sequence[Rule], settings: Settings,
         slot = it.piece.slot
         assert slot is not None
         got: Match | None = classify.classify(slot)
+        if got is not None and got.rule is not None and got.rule.id == "user-data-before-shared" and \
+                _is_own_name(slot, m.items, k):
+            continue  # "You are called {name}": the assistant's own name, set per deployment
         if got is None or (got.by == "name" and got.entry.lstrip("=") in ROLE_WORDS):
             ctx = _in_context(slot, m.items, k, classify, owners or {}, rules)
             if ctx is False:
@@ -457,6 +471,9 @@ def _check_variant(doc: Doc, rules: Sequence[Rule], settings: Settings,
                 got = ctx  # type: ignore[assignment]
         if got is not None and got.rule is None:
             continue  # a deploy-time constant (stable_names)
+        if slot.kind == "in-loop" and got is not None and got.by in ("name", "label") and \
+                got.evidence not in names_in(slot.source):
+            continue  # classified only by the loop's iterable (`{{ item.url }}` in a loop over documents): the loop is reported
         rule = got.rule if got is not None else None
         if rule is None:
             # unknown: a variable (or a loop or block that reads names) no vocabulary classifies;
