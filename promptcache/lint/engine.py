@@ -225,10 +225,10 @@ def fingerprint(f: LintFinding, k: int) -> str:
 
 
 def parse_checked(shown: str, text: str, rules: Sequence[Rule], s: Settings) -> tuple[Parsed, list[LintFinding]]:
-    """Parse one file and check it, on a thread with a deep stack (:func:`.stack.deep`): JSON
-    or YAML nested 100,000 levels deep, or a string of 100,000 concatenations, is read like any
-    other file. Input nested deeper still is a ``template-syntax`` finding that says so, not
-    a crash."""
+    """Parse one file and check it, on a thread with a deep stack (:func:`.stack.deep`): JSON of
+    any depth (:mod:`.sources.jsonnodes` is iterative), YAML past libyaml's 1,000 levels, a string
+    of 100,000 concatenations is read like any other file. Input nested past
+    :data:`.stack.DEPTH` levels is a ``template-syntax`` finding that says so, not a crash."""
     try:
         return deep(_parse_and_check, shown, text, rules, s)
     except RecursionError:

@@ -2,8 +2,9 @@
 and lint's own tree walks recurse once per level of nesting, and Python stops at 1,000 levels.
 
 :func:`deep` runs a parse on a thread of its own with a large stack (:data:`STACK_BYTES`) and
-Python's recursion limit raised to :data:`DEPTH` for as long as it runs, so JSON or YAML nested
-100,000 deep and a string built from 100,000 concatenations are read like any other file.
+Python's recursion limit raised to :data:`DEPTH` for as long as it runs, so YAML nested past
+libyaml's 1,000 levels, Jinja and TypeScript nested 10,000 deep and a string built from 100,000
+concatenations are read like any other file (the depths the tests read).
 Deeper input still raises :class:`RecursionError`, which the caller reports (a
 ``template-syntax`` finding that names the limit); nothing is lost without saying so.
 """
