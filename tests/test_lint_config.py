@@ -3,6 +3,7 @@ suppressions, per-file ignores, baselines, --no-suppress."""
 
 from __future__ import annotations
 
+import codecs
 import json
 
 import pytest
@@ -71,6 +72,23 @@ def test_bad_config_is_one_line_error_naming_file_and_key(repo, text, msg):
     with pytest.raises(ConfigError) as e:
         lint_paths([repo / "a.j2"])
     assert msg in str(e.value) and ".promptcache.toml" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_an_unknown_key_is_placed_in_the_table_the_file_holds(repo):
+    """``.promptcache.toml`` holds its keys at the top level; only ``pyproject.toml`` has a
+    ``[tool.promptcache]`` table (the message named that table for both)."""
+    (repo / ".promptcache.toml").write_text('selct = ["PC101"]\n', encoding="utf-8")
+    (repo / "a.j2").write_text("Hi\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as e:
+        lint_paths([repo / "a.j2"])
+    assert "unknown key 'selct' at the top level;" in str(e.value) and "[tool.promptcache]" not in str(e.value)
+    sub = repo / "sub"
+    sub.mkdir()
+    (sub / "pyproject.toml").write_text('[tool.promptcache]\nselct = ["PC101"]\n', encoding="utf-8")
+    (sub / "a.j2").write_text("Hi\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as e:
+        lint_paths([sub / "a.j2"])
+    assert "unknown key 'selct' in [tool.promptcache];" in str(e.value)
 
 
 def test_glob_match():
@@ -162,12 +180,33 @@ def test_directory_walk_skips_hidden_vendored_and_excluded(repo):
 
 
 def test_unreadable_file_is_an_error_not_a_crash(repo):
-    (repo / "bin.txt").write_bytes(b"\xff\xfe\x00bad")
+    (repo / "bin.txt").write_bytes(b"ok\nab\x80\x81bad")
     (repo / "a.j2").write_text(VOLATILE, encoding="utf-8")
     run = lint_paths([repo / "bin.txt", repo / "a.j2"])
-    assert run.errors == [("bin.txt", "not UTF-8 text (invalid start byte at byte 0)")]
+    assert run.errors == [("bin.txt", "not UTF-8 text: invalid start byte at line 2, column 3 (byte 5); save it as "
+                                      "UTF-8, or declare its encoding (a byte order mark; in Python, a coding line)")]
     assert codes(run) == [("PC101", 1)]
     json.dumps(run.errors)
+
+
+def test_a_file_is_read_in_the_encoding_it_declares(repo):
+    """UTF-16 with a byte order mark, UTF-8 with one, and a Python file with a PEP 263 coding
+    line (latin-1) are read in their encodings (each was "not UTF-8 text", exit 2); the mark is
+    not a character, so columns on line 1 are an editor's; ``--fix`` writes the file back in
+    its encoding, mark kept."""
+    body = "Caf\u00e9 note. Today is {{ now }}.\n" + "Keep every answer short and cite the handbook. " * 4
+    (repo / "u16.j2").write_bytes(codecs.BOM_UTF16_LE + body.encode("utf-16-le"))
+    (repo / "u8.j2").write_bytes(codecs.BOM_UTF8 + body.encode("utf-8"))
+    (repo / "l1.py").write_bytes(b"# -*- coding: latin-1 -*-\nimport json\n"
+                                 b"SYSTEM_PROMPT = \"Caf\xe9 \" + json.dumps({\"b\": 1, \"a\": 2})\n")
+    run = lint_paths([repo / "u16.j2", repo / "u8.j2", repo / "l1.py"])
+    assert run.errors == []
+    got = {(f.span.path, f.code, f.span.line, f.span.col) for f in run.findings}
+    assert ("u16.j2", "PC101", 1, 21) in got and ("u8.j2", "PC101", 1, 21) in got
+    assert ("l1.py", "PC203", 3, 27) in got  # json.dumps, at its column in characters (é is one)
+    lint_paths([repo / "l1.py"], LintOptions(fix=True))
+    assert (repo / "l1.py").read_bytes() == (b"# -*- coding: latin-1 -*-\nimport json\n"
+                                             b"SYSTEM_PROMPT = \"Caf\xe9 \" + json.dumps({\"b\": 1, \"a\": 2}, sort_keys=True)\n")
 
 
 def test_directory_walk_takes_plain_text_only_from_prompt_directories(repo):

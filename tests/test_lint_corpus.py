@@ -40,6 +40,7 @@ def lint_corpus() -> tuple[list[dict], dict[str, list]]:
     finally:
         os.chdir(old)
     assert not run.errors, run.errors
+    assert not run.internal, run.internal
     by_file: dict[str, list] = defaultdict(list)
     for f in run.active:
         by_file[f.span.path].append(f)

@@ -61,28 +61,68 @@ def workspace(tmp_path, monkeypatch):
 
 # ----------------------------------------------------------------------------- issue 18, item 7
 
+RULES = "Keep every answer short and cite the handbook section you rely on. "
+DEEP = 10_000
+
+
+@pytest.mark.parametrize("name,content,where", [
+    ("deep.json", '{"x": ' + "[" * DEEP + "]" * DEEP + ', "messages": [{"role": "system", "content": "Today {{ now }}. '
+     + RULES * 4 + '"}]}', "{{ now"),
+    ("deep.yaml", "x: " + "[" * 1_500 + "]" * 1_500 + "\nmessages:\n- role: system\n  content: \"Today {{ now }}. "
+     + RULES * 4 + '"\n', "{{ now"),
+    ("concat.py", "from datetime import datetime\nSYSTEM_PROMPT = f\"{datetime.now()}\" + "
+     + " + ".join([f'"{RULES}"'] * 20_000) + "\n", "datetime.now()"),
+    ("deep.j2", "Today {{ now }}. " + RULES * 4 + "{{ " + "(" * DEEP + "x" + ")" * DEEP + " }}", "{{ now"),
+    ("deep_block.yaml", "messages:\n- role: system\n  content: \"Today {{ now }}. " + RULES * 4 + '"\nx:\n'
+     + "".join("  " * k + "- \n" for k in range(1, 2_000)), "{{ now"),
+], ids=lambda v: v if isinstance(v, str) and len(v) < 20 else None)
+def test_deep_nesting_is_read_like_any_other_file(workspace, name, content, where):
+    """JSON nested 10,000 deep, YAML past libyaml's 1,000 levels, a string of 20,000 concatenations and a Jinja
+    expression in 10,000 parentheses are read, and the value in them found where it is (each was
+    a RecursionError, then a `template-syntax` finding saying nothing was checked, before)."""
+    p = workspace / name
+    p.write_text(content, encoding="utf-8")
+    code, out, err = lint(p, "--format", "json")
+    assert code == 1, err[-2000:]
+    doc = json.loads(out)
+    assert doc["errors"] == []
+    got = [(f["code"], f["location"]["line"], f["location"]["col"]) for f in doc["findings"]]
+    at = content.index(where)  # where the value is written
+    line, col = content.count("\n", 0, at) + 1, at - (content.rfind("\n", 0, at) + 1) + 1
+    assert ("PC101", line, col) in got, got
+    assert not any(c == "PC001" for c, *_ in got), got
+
+
+@pytest.mark.slow
+def test_a_string_of_100000_concatenations_is_read_and_counted(workspace):
+    """The docs' promise: 100,000 concatenations (a RecursionError before); the value keeps
+    its place and the static tokens after it are counted through the whole chain."""
+    from promptcache.tokenize import resolve_tokenizer
+
+    p = workspace / "concat.py"
+    p.write_text("from datetime import datetime\nSYSTEM_PROMPT = f\"{datetime.now()}\" + "
+                 + " + ".join([f'"{RULES}"'] * 100_000) + "\n", encoding="utf-8")
+    code, out, err = lint(p, "--format", "json")
+    assert code == 1, err[-2000:]
+    (f,) = json.loads(out)["findings"]
+    tok = resolve_tokenizer("o200k_base", default=None, model=None)
+    assert (f["code"], f["location"]["line"], f["location"]["col"]) == ("PC101", 2, 20)
+    assert f["tokens_at_risk"] == len(tok.encode_batch([RULES * 100_000])[0])
+
+
 @pytest.mark.parametrize("name,content", [
-    ("deep.json", '{"messages": ' + "[" * 10_000 + "]" * 10_000 + "}"),
-    ("deep.yaml", "messages: " + "[" * 10_000 + "]" * 10_000 + "\n"),
-    ("deep_block.yaml", "".join("  " * k + "- \n" for k in range(2_000))),
-    ("concat.py", "SYSTEM_PROMPT = " + " + ".join(['"a"'] * 100_000) + "\n"),
-    ("deep.j2", "{{ " + "(" * 10_000 + "x" + ")" * 10_000 + " }}"),
     ("deep.mustache", "{{#a}}" * 10_000 + "x" + "{{/a}}" * 10_000),
     ("deep.ts", "const SYSTEM_PROMPT = " + "(" * 10_000 + '"x"' + ")" * 10_000 + ";"),
     ("deep.go", "package p\nconst systemPrompt = " + " + ".join(['"a"'] * 20_000) + "\n"),
 ], ids=lambda v: v if len(v) < 20 else None)
-def test_deep_nesting_is_a_finding_not_a_crash(workspace, name, content):
+def test_deep_nesting_is_not_a_crash(workspace, name, content):
     p = workspace / name
     p.write_text(content, encoding="utf-8")
     code, out, err = lint(p, "--format", "json")
     assert code in (0, 1), err[-2000:]
     doc = json.loads(out)
     assert doc["errors"] == []
-    codes = {f["code"] for f in doc["findings"]}
-    assert codes <= {"PC001", "PC111", "PC304"}, codes
-    if name in ("deep.json", "deep.yaml", "concat.py", "deep.j2"):
-        (f,) = [f for f in doc["findings"] if f["code"] == "PC001"]  # it failed with RecursionError before
-        assert "nested too deeply" in f["message"] or "syntax" in f["message"].lower()
+    assert {f["code"] for f in doc["findings"]} <= {"PC111", "PC304"}
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
@@ -172,7 +212,8 @@ _hostile_piece = st.one_of(
     st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x9f), max_size=30),  # C0, C1 controls
     st.sampled_from(["\x1b[2J", "\x1b]0;title\x07", "\x9b31m", "\x00", "\r", "\u202e", "\u200d", "\ufeff", "\uffff",
                      "\U0010ffff", "e\u0301" * 50, "{{", "}}", "{%", "%}", "{#", "${", "`", "\"", "'", "\\", "]]",
-                     "{{#a}}", "{{/a}}", "{{ end }}", "{% endif %}", "*/", "/*", "---\n", "- - -", ": :"]),
+                     "{{#a}}", "{{/a}}", "{{ end }}", "{% endif %}", "*/", "/*", "---\n", "- - -", ": :",
+                     "\\ud800", "\\uDC00", "\\ud83d", "\\udc00\\ud800"]),  # lone surrogate escapes (exit 3 before)
     st.builds(lambda c, n: c * n, st.sampled_from(["[", "{", "(", "{{#a}}", "{% if x %}", "{{ if .A }}", "- ",
                                                    "{\"a\":", "\"a\" + "]),
               st.integers(min_value=50, max_value=3000)),
@@ -207,7 +248,7 @@ def _check(root: Path, name: str, fill: str, raw: bool, fmt: str) -> None:
 def test_hostile_smoke_every_kind(workspace, name):
     """One fixed hostile filling per source kind, every format (fast; the property test below
     explores)."""
-    fill = "\x1b[2J\x9b" + "[" * 3000 + "{{#a}}" * 500 + "\u202e" + "y" * 100_000
+    fill = "\x1b[2J\x9b\\udc00" + "[" * 3000 + "{{#a}}" * 500 + "\u202e" + "y" * 100_000
     for fmt in ("text", "json", "sarif", "github"):
         _check(workspace, name, fill, False, fmt)
     _check(workspace, name, "ok", True, "text")
@@ -238,3 +279,88 @@ def test_a_missing_grammar_is_an_input_error_not_a_crash(workspace, monkeypatch)
     assert doc["summary"]["files"] == 2
     (e,) = doc["errors"]
     assert e["path"] == "agent.ts" and "tree-sitter" in e["message"]
+
+
+# ----------------------------------------------------------------------------- the second trial
+
+@pytest.mark.parametrize("name,content", [
+    ("lone.py", 'SYSTEM_PROMPT = "\\ud800 Today {session_id}. ' + RULES * 4 + '"\n'),
+    ("lone.ts", "const systemPrompt = `\\uD800 Today ${new Date()}. " + RULES * 4 + "`;\n"),
+    ("lone.json", '{"model": "gpt-4o", "messages": [{"role": "system", "content": "\\udc00 Today {{ now }}. '
+     + RULES * 4 + '"}]}'),
+    ("lone_n8n.json", '{"nodes": [{"name": "A", "type": "@n8n/n8n-nodes-langchain.agent", "parameters": {"options": '
+     '{"systemMessage": "=\\ud83d Today is {{ $now }}. ' + RULES * 4 + '"}}}], "connections": {}}'),
+])
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "github"])
+def test_a_lone_surrogate_escape_is_one_replacement_character_not_a_crash(workspace, name, content, fmt):
+    """A ``"\\udc00"`` escape in a TypeScript, Python or JSON string decodes to a lone
+    surrogate, which no UTF-8 holds: the tokenizer refused it and the whole run exited 3. It is
+    tokenized as U+FFFD (as the audit's reader makes it): one token before the value."""
+    from promptcache.tokenize import resolve_tokenizer
+
+    p = workspace / name
+    p.write_text(content, encoding="utf-8")
+    code, out, err = lint(p, "--format", fmt)
+    assert code == 1, err[-2000:]
+    if fmt == "json":
+        (f,) = json.loads(out)["findings"]
+        tok = resolve_tokenizer("o200k_base", default=None, model=None)
+        lead = "\ufffd Today is " if name == "lone_n8n.json" else "\ufffd Today "
+        assert f["token_index"] == len(tok.encode_batch([lead])[0])
+
+
+def test_one_file_that_raises_never_loses_the_others(workspace, monkeypatch):
+    """An internal error while linting one file is reported for that file (exit 3, the
+    internal-error code), and every other file's findings are still reported."""
+    from promptcache.lint import sources
+
+    (workspace / "a.j2").write_text("Today {{ now }}. " + RULES * 4, encoding="utf-8")
+    (workspace / "b.liquid").write_text("x", encoding="utf-8")
+    (workspace / "c.j2").write_text("Session {{ session_id }}. " + RULES * 4, encoding="utf-8")
+    real = dict(sources.PARSERS)
+
+    def boom(path, text):
+        raise TypeError("a bug")
+    monkeypatch.setitem(sources.PARSERS, ".liquid", (real[".liquid"][0], boom))
+    code, out, err = lint(workspace, "--format", "json")
+    assert code == 3, err
+    doc = json.loads(out)
+    assert sorted(f["code"] for f in doc["findings"]) == ["PC101", "PC109"]
+    assert doc["summary"]["files"] == 3
+    (e,) = doc["internal_errors"]
+    assert e["path"] == "b.liquid" and "TypeError: a bug" in e["message"]
+
+
+def test_lone_carriage_returns_end_lines(workspace):
+    """Old Mac line endings (a lone CR) end lines, as Python, Jinja, YAML and editors count
+    them: each finding is on the line the value is on (line 1 before, for every value)."""
+    (workspace / "a.j2").write_bytes(("Hello.\rSecond line.\r\rToday {{ now }}.\r" + RULES * 3 + "\r").encode())
+    (workspace / "a.py").write_bytes(('from datetime import datetime\r\rSYSTEM_PROMPT = (\r    "You are kind. "\r'
+                                      '    f"Time: {datetime.now()}. "\r    "' + RULES * 3 + '"\r)\r').encode())
+    (workspace / "a.ts").write_bytes(("// x\rconst systemPrompt = `Hello.\rToday ${new Date()}.\r" + RULES * 3
+                                      + "`;\r").encode())
+    (workspace / "b.yaml").write_bytes(('model: gpt-4o\rmessages:\r- role: system\r  content: "Hi.\r\r    Today '
+                                        '{{ now }}. ' + RULES * 3 + '"\r').encode())
+    (workspace / "c.j2").write_bytes(("A.\r\nB.\r\nToday {{ now }}.\r\n" + RULES * 3).encode())
+    code, out, err = lint(workspace, "--format", "json")
+    got = sorted((f["location"]["path"], f["location"]["line"], f["location"]["col"]) for f in json.loads(out)["findings"])
+    assert got == [("a.j2", 4, 7), ("a.py", 5, 14), ("a.ts", 3, 9), ("b.yaml", 6, 11), ("c.j2", 3, 7)]
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symbolic links")
+def test_a_linked_directory_is_followed_and_reported_where_the_user_sees_it(workspace):
+    """A directory reached through a symbolic link (a shared ``.claude/commands``) is walked,
+    its findings reported at the path through the link; a link back up the tree is not
+    followed round (a note says so)."""
+    shared = workspace / "shared" / "commands"
+    shared.mkdir(parents=True)
+    (shared / "x.j2").write_text("Session {{ session_id }}. " + RULES * 4, encoding="utf-8")
+    proj = workspace / "proj" / ".claude"
+    proj.mkdir(parents=True)
+    os.symlink("../../shared/commands", proj / "commands")
+    os.symlink("../..", proj / "up")
+    code, out, err = lint(workspace / "proj", "--format", "json")
+    doc = json.loads(out)
+    assert [(f["location"]["path"], f["code"]) for f in doc["findings"]] == [("proj/.claude/commands/x.j2", "PC109")]
+    assert doc["summary"]["files"] == 1  # `up` leads back to proj: not walked again
+    assert any(n["path"] == "proj/.claude/up" for n in doc["notes"])

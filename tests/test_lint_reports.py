@@ -130,6 +130,27 @@ def test_cli_auto_is_github_under_actions_and_output_file(workspace):
     validate(json.loads((workspace / "out.sarif").read_text(encoding="utf-8")))
 
 
+def test_output_file_in_text_format_still_reports_on_the_terminal(workspace):
+    """``-o FILE`` writes the chosen format to the file and the terminal gets the text report,
+    text format included (it printed nothing there); an error is printed once (the text report
+    and stderr both printed it)."""
+    p = workspace / "system.j2"
+    p.write_text("Time: {{ now() }}. " + FILLER + "\n", encoding="utf-8")
+    (workspace / "bad.j2").write_bytes(b"caf\xe9 {{ x }}")
+    r = subprocess.run([sys.executable, "-m", "promptcache", "lint", "system.j2", "bad.j2", "--format", "text", "-o",
+                        "out.txt"], capture_output=True, text=True, cwd=workspace)
+    assert r.returncode == 2
+    assert "system.j2:1:7: PC101" in r.stdout and "1 finding" in r.stdout
+    assert (workspace / "out.txt").read_text(encoding="utf-8") == r.stdout
+    assert (r.stdout + r.stderr).count("not UTF-8 text") == 1
+    r = subprocess.run([sys.executable, "-m", "promptcache", "lint", "system.j2", "bad.j2"], capture_output=True,
+                       text=True, cwd=workspace)
+    assert (r.stdout + r.stderr).count("not UTF-8 text") == 1
+    r = subprocess.run([sys.executable, "-m", "promptcache", "lint", "system.j2", "bad.j2", "--format", "json"],
+                       capture_output=True, text=True, cwd=workspace)
+    assert r.stderr.count("not UTF-8 text") == 1 and json.loads(r.stdout)["errors"][0]["path"] == "bad.j2"
+
+
 def test_exit_code_2_for_missing_paths_and_bad_config(workspace):
     r = subprocess.run([sys.executable, "-m", "promptcache", "lint", "nope.j2"], capture_output=True, text=True,
                        cwd=workspace)

@@ -290,7 +290,7 @@ def test_branches_yield_one_variant_each_and_loops_vary_with_their_items():
             for v in vs]
     assert seqs[0][:3] == [("slot", "{{#if isAdmin}}", "condition"), ("static", "Admin ", ""), ("slot", "{{a}}", "variable")]
     assert seqs[1][:3] == [("slot", "{{#if isAdmin}}", "condition"), ("static", "User ", ""), ("slot", "{{b}}", "variable")]
-    assert ("slot", "{{#each docs}}", "block") in seqs[0] and ("slot", "{{title}}", "in-loop") in seqs[0]
+    assert ("slot", "{{#each docs}}", "loop") in seqs[0] and ("slot", "{{title}}", "in-loop") in seqs[0]
     nested = "{% if a %}{% if b %}x{% else %}y{% endif %}{% else %}z{% endif %}"
     (doc,) = parse_source("n.j2", nested).docs
     texts = sorted("".join(pc.text for pc in v.parts[0].pieces if pc.kind == "static") for v in variants(doc))

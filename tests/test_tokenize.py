@@ -141,6 +141,30 @@ def test_characters_newer_than_tiktokens_tables_and_lone_surrogates_tokenize_as_
     assert bytes_to_ids(TokenMemo(tok).encode(["x\ud800y"])[0]) == enc.encode_ordinary("x\ud800y")
 
 
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_a_backend_tokenizes_a_lone_surrogate_as_one_replacement_character(name):
+    """A lone surrogate (a ``"\\udc00"`` escape decoded from JSON, TypeScript or Python source:
+    lint tokenizes such strings without the memo) is one U+FFFD, as tiktoken's
+    ``encode_ordinary`` counts it; quicktok refused the text (TypeError, and lint exited 3)."""
+    tok = resolve_tokenizer(name, default=None, model=None)
+    enc = load_encoding(name)
+    texts = ["rules \udc00 end", "\ud800", "pair \ud83d\ude00 ok", "plain"]
+    assert tok.encode_batch(texts) == [enc.encode_ordinary(t) for t in texts]
+    assert tok.encode_batch(["rules \udc00 end"]) == tok.encode_batch(["rules \ufffd end"])
+    assert [bytes_to_ids(b) for b in tok.encode_batch_bytes(texts)] == [enc.encode_ordinary(t) for t in texts]
+
+
+def test_a_huggingface_backend_tokenizes_a_lone_surrogate_as_one_replacement_character():
+    from tokenizers import Tokenizer as HFTok, models, pre_tokenizers
+
+    from promptcache.tokenize.hf_backend import HFTokenizer
+
+    raw = HFTok(models.WordLevel({"rules": 0, "\ufffd": 1, "end": 2, "[UNK]": 3}, unk_token="[UNK]"))
+    raw.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok = HFTokenizer(raw, "hf:test")
+    assert tok.encode_batch(["rules \udc00 end"]) == [[0, 1, 2]]
+
+
 def test_one_thread_per_batch_while_two_processes_audit(monkeypatch):
     """The two-process audit tokenizes each batch on one thread (each process has a core), and
     puts the setting back afterwards; ids are the same either way."""

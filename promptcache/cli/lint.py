@@ -82,20 +82,22 @@ def lint_cmd(
         refuse_inputs({"--output": output}, [config, tokenizer, *(p for ps in read.values() for p in ps)])
     run = lint_paths(paths or [Path(".")], opts)
     name = auto_format(sys.stdout.isatty()) if fmt is Format.auto else fmt.value
-    if output is not None:
+    if output is not None:  # the chosen format to the file; the terminal gets the text report
         buf = io.StringIO()
         reporter(name)(run, buf)
         write_atomic(output, buf.getvalue())
-        if name != "text":
-            reporter("text")(run, sys.stdout)
+        reporter("text")(run, sys.stdout)
     else:
         reporter(name)(run, sys.stdout)  # text gets colour on a terminal
-        sys.stdout.flush()
+    sys.stdout.flush()
     if run.fixed:
         err.print(f"fixed {run.fixed} finding{'s' if run.fixed != 1 else ''}")
-    if run.errors:
-        for p, m in run.errors:
+    if output is None and name != "text":  # the text report says these already; other formats hold them
+        for p, m in (*run.errors, *run.internal):  # in their own way, and a person reads stderr
             err.print(f"[red]error:[/] {escape(printable(p))}: {escape(printable(m))}", highlight=False)
+    if run.internal:
+        return int(ExitCode.INTERNAL)
+    if run.errors:
         return int(ExitCode.USAGE)
     if run.failed() and not exit_zero:
         return int(ExitCode.FINDINGS)

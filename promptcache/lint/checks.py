@@ -20,6 +20,7 @@ names no model use the configured provider and model.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Sequence
@@ -28,7 +29,7 @@ from ..diagnose.rules import Rule
 from ..simulate.routing import router
 from ..simulate.rules import CacheRules, provider as provider_file
 from ..tokenize import Tokenizer, resolve_tokenizer
-from .classify import Classifier, Match, classifier_for
+from .classify import Classifier, Match, classifier_for, names_in, words
 from .config import Settings
 from .model import Doc, LintFinding, Parsed, Part, Piece, Slot, Span
 
@@ -179,13 +180,24 @@ def metrics(doc: Doc, target: Target) -> Metrics:
     if has_branches(doc):
         doc = variants(doc, 1)[0]
     items: list[Item] = []
+    run: list[str] = []  # the texts of the static run being merged (joined once: no quadratic concatenation)
+
+    def close_run() -> None:
+        if len(run) > 1:
+            first = items[-1].piece
+            items[-1] = Item(items[-1].part, Piece("static", "".join(run), span=first.span))
+        run.clear()
+
     for pi, part in enumerate(doc.parts):
         for pc in part.pieces:
             if pc.kind == "static" and items and items[-1].part == pi and items[-1].piece.kind == "static":
-                prev = items[-1].piece
-                items[-1] = Item(pi, Piece("static", prev.text + pc.text, span=prev.span))
+                run.append(pc.text)
             else:
+                close_run()
                 items.append(Item(pi, pc))
+                if pc.kind == "static":
+                    run.append(pc.text)
+    close_run()
     for it in items:
         if it.piece.kind == "static":
             it.tokens = target.count(it.piece.text)
@@ -235,14 +247,14 @@ def _flatten(pieces: tuple[Piece, ...] | list[Piece], choice: dict[int, int], se
         seen.append(pc)
         if pc.slot is not None:  # the condition (or a loop's iterable) is a value of the prompt
             c = pc.slot
-            out.append(Piece("slot", slot=Slot(c.span, c.source, "block" if pc.loop else "condition", c.probes,
+            out.append(Piece("slot", slot=Slot(c.span, c.source, "loop" if pc.loop else "condition", c.probes,
                                                c.names), span=pc.span))
         alt = choice.get(id(pc), 0)
         if pc.branches:
             body = _flatten(pc.branches[min(alt, len(pc.branches) - 1)], choice, seen)
-            if pc.loop:  # a loop body's variables vary with the items, which the loop slot stands for
+            if pc.loop:  # a loop body's values (nested loops too) vary with the items the loop slot stands for
                 body = [Piece("slot", slot=Slot(b.slot.span, b.slot.source, "in-loop", b.slot.probes, b.slot.names),
-                              span=b.span) if b.kind == "slot" and b.slot is not None and b.slot.kind == "variable"
+                              span=b.span) if b.kind == "slot" and b.slot is not None and b.slot.kind in ("variable", "loop")
                         else b for b in body]
             out += body
     return out
@@ -253,21 +265,26 @@ def has_branches(doc: Doc) -> bool:
     return any(pc.kind == "branch" for part in doc.parts for pc in part.pieces)
 
 
-def variants(doc: Doc, limit: int = MAX_VARIANTS) -> list[Doc]:
+def variants(doc: Doc, limit: int = MAX_VARIANTS, stats: dict[str, Any] | None = None) -> list[Doc]:
     """The flat prompts a prompt with conditionals renders: the first alternative of every
     conditional, then, for each conditional met and each other alternative, the variant that
     takes it (nested conditionals included), up to ``limit`` variants. A prompt without
     conditionals is its own only variant.
 
     Each variant's conditions stay in it as ``block`` slots (so the static prefix ends there
-    in the lockfile's terms), and its parts keep their names and breakpoints.
+    in the lockfile's terms), and its parts keep their names and breakpoints. ``stats`` (when
+    given) gets ``complete``: whether every alternative was reached within ``limit``.
     """
+    if stats is not None:
+        stats["complete"] = True
     if not has_branches(doc):
         return [doc]
     out: list[Doc] = []
     queue: list[dict[int, int]] = [{}]
     done: set[tuple[tuple[int, int], ...]] = set()
     renders: set[tuple] = set()
+    alternatives: set[tuple[int, int]] = set()  # (conditional, alternative) met
+    taken: set[tuple[int, int]] = set()  # ... and rendered in a variant
     while queue and len(out) < limit:
         choice = queue.pop(0)
         key = tuple(sorted(choice.items()))
@@ -283,10 +300,14 @@ def variants(doc: Doc, limit: int = MAX_VARIANTS) -> list[Doc]:
         renders.add(rendered)
         out.append(Doc(doc.path, doc.name, parts, doc.span, doc.model, doc.provider, doc.automatic_breakpoint))
         for pc in seen:
+            alternatives.update((id(pc), a) for a in range(len(pc.branches)))
+            taken.add((id(pc), choice.get(id(pc), 0)))
             if id(pc) in choice:
                 continue
             for alt in range(1, len(pc.branches)):
                 queue.append({**choice, id(pc): alt})
+    if stats is not None and queue and not alternatives <= taken:
+        stats["complete"] = False  # an alternative no checked variant rendered
     return out
 
 
@@ -309,22 +330,117 @@ def _classifier(rules: Sequence[Rule]) -> Classifier:
     return classifier_for(values, unknown)
 
 
-def check_doc(doc: Doc, rules: Sequence[Rule], settings: Settings) -> list[LintFinding]:
-    """Findings on one prompt: volatile, per-user and unknown values in the cacheable region, a
-    short static prefix, and statically visible breakpoint mistakes; a prompt with conditionals
-    is checked in each of its :func:`variants`, and a finding counts once."""
-    out: list[LintFinding] = []
-    seen: set[tuple[str, int, int]] = set()
-    for v in variants(doc):
-        for f in _check_variant(v, rules, settings):
-            key = (f.rule_id, f.span.line, f.span.col)
-            if key not in seen:
-                seen.add(key)
-                out.append(f)
+#: Words that name a speaker in a transcript-style prompt (``{{$user}}I have a question``).
+ROLE_WORDS = frozenset({"user", "bot", "human", "ai", "assistant", "system", "char", "model", "agent"})
+#: Objects whose fields are a request's inputs of any kind: a per-user field read from one says
+#: nothing about its other fields.
+_GENERIC_OWNERS = frozenset({"json", "input", "inputs", "data", "props", "this", "self", "ctx", "context",
+                             "params", "args", "kwargs", "state", "vars", "variables", "payload", "body", "req",
+                             "request", "options", "opts", "item", "node", "env", "event", "values", "fields",
+                             "locals", "globals", "page", "query"})
+#: Text that introduces the assistant's own name ("You are called {name}", "Your name is {name}").
+_SELF_NAME = re.compile(r"(?i)\b(?:you are|you're|your name is|you are called|you are named|call yourself|"
+                        r"your name:|i am|i'm|my name is)\s*$")
+_LABEL = re.compile(r"(?:^|\n)[ \t]*(?:[-*•>#\"'`(\[]+[ \t]*)?(?P<label>[A-Za-z][A-Za-z0-9 _'’/-]{0,40}?)[ \t]*[:=][ \t]*$")
+
+
+def _all_slots(pieces: Sequence[Piece]) -> list[Slot]:
+    out: list[Slot] = []
+    stack = list(reversed(pieces))
+    while stack:
+        pc = stack.pop()
+        if pc.slot is not None:
+            out.append(pc.slot)
+        for alt in reversed(pc.branches):
+            stack.extend(reversed(alt))
     return out
 
 
-def _check_variant(doc: Doc, rules: Sequence[Rule], settings: Settings) -> list[LintFinding]:
+def user_owners(doc: Doc, classify: Classifier) -> dict[str, str]:
+    """Objects the prompt reads per-user fields from, by name (``requestHints`` when
+    ``requestHints.city`` is per-user data by its name), each with the field that says so; a
+    value read from the same object is per-user too (``requestHints.name``)."""
+    out: dict[str, str] = {}
+    for part in doc.parts:
+        for slot in _all_slots(part.pieces):
+            got = classify.classify(slot)
+            if got is None or got.rule is None or got.by != "name" or got.rule.id != "user-data-before-shared":
+                continue
+            owner = _owner(got.evidence)
+            if owner:
+                out.setdefault(owner, got.evidence)
+    return out
+
+
+def _owner(name: str) -> str:
+    """``requestHints`` of ``requestHints.city``; ``""`` for a plain name or a generic object."""
+    n = re.sub(r"\s+", "", name).replace("?.", ".")
+    head, dot, _ = n.rpartition(".")
+    if not dot or not head:
+        return ""
+    last = head.rsplit(".", 1)[-1].lstrip("$@").lower()
+    return "" if last in _GENERIC_OWNERS else head
+
+
+def check_doc(doc: Doc, rules: Sequence[Rule], settings: Settings, notes: list[str] | None = None) -> list[LintFinding]:
+    """Findings on one prompt: volatile, per-user and unknown values in the cacheable region, a
+    short static prefix, and statically visible breakpoint mistakes; a prompt with conditionals
+    is checked in each of its :func:`variants`, and a finding counts once. A prompt with more
+    alternatives than :data:`MAX_VARIANTS` is checked in that many, and ``notes`` says so."""
+    seen: dict[tuple[str, int, int], LintFinding] = {}
+    owners = user_owners(doc, _classifier(rules))
+    stats: dict[str, Any] = {}
+    vs = variants(doc, MAX_VARIANTS, stats)
+    if not stats.get("complete", True) and notes is not None:
+        notes.append(f"`{doc.name}` renders more than {MAX_VARIANTS} variants (its conditionals combined); "
+                     f"{MAX_VARIANTS} were checked, and an alternative none of them takes was not")
+    for v in vs:
+        for f in _check_variant(v, rules, settings, owners):
+            key = (f.rule_id, f.span.line, f.span.col)
+            # once per value: the variant that puts the most static tokens at risk says how much it costs
+            if key not in seen or (f.tokens_at_risk or 0) > (seen[key].tokens_at_risk or 0):
+                seen[key] = f
+    return list(seen.values())
+
+
+def _in_context(slot: Slot, items: list[Item], k: int, classify: Classifier, owners: dict[str, str],
+                rules: Sequence[Rule]) -> Match | None | bool:
+    """What a value's place says about it when its names and source do not: ``False`` for a
+    speaker label (``{{$user}}`` opening a transcript line: ``Human:``), a per-user
+    :class:`Match` for a field of an object other per-user fields are read from, or the class
+    the label before it names (``- lat: ${hints.latitude}``, ``Session: {{ x }}``); ``None``
+    when nothing does."""
+    prev = items[k - 1].piece if k > 0 and items[k - 1].part == items[k].part else None
+    nxt = items[k + 1].piece if k + 1 < len(items) and items[k + 1].part == items[k].part else None
+    line_start = prev is None or (prev.kind == "static" and prev.text.endswith(("\n", "\r")))
+    if line_start and nxt is not None and nxt.kind == "static" and nxt.text[:1] not in ("", "\n", "\r", " ", "\t") \
+            and slot.names and all(words(n) and set(words(n)) <= ROLE_WORDS for n in slot.names):
+        return False
+    for n in slot.names:
+        owner = _owner(n)
+        if owner and owner in owners:
+            user = next((r for r in classify.rules if r.id == "user-data-before-shared"), None)
+            if user is not None:
+                return Match(user, "name", n, f"read from `{owner}`, as `{owners[owner]}` is")
+    if prev is not None and prev.kind == "static" and slot.kind == "variable":
+        m = _LABEL.search(prev.text[-80:])
+        if m is not None and not set(words(m.group("label"))) <= ROLE_WORDS:
+            got = classify.by_name([m.group("label")])
+            if got is not None:
+                return Match(got.rule, "label", m.group("label").strip(), got.entry)
+    return None
+
+
+def _is_own_name(slot: Slot, items: list[Item], k: int) -> bool:
+    """Whether a value named ``name`` is introduced as the assistant's own ("You are called
+    {name}", "Your name is {{name}}")."""
+    prev = items[k - 1].piece if k > 0 and items[k - 1].part == items[k].part else None
+    return prev is not None and prev.kind == "static" and bool(_SELF_NAME.search(prev.text[-40:])) and \
+        bool(slot.names) and all(words(n)[-1:] == ("name",) for n in slot.names)
+
+
+def _check_variant(doc: Doc, rules: Sequence[Rule], settings: Settings,
+                   owners: dict[str, str] | None = None) -> list[LintFinding]:
     target = target_for(doc, settings)
     m = metrics(doc, target)
     by_check = {r.options.get("check"): r for r in rules if r.kind in ("template", "breakpoint")}
@@ -349,8 +465,20 @@ def _check_variant(doc: Doc, rules: Sequence[Rule], settings: Settings) -> list[
         slot = it.piece.slot
         assert slot is not None
         got: Match | None = classify.classify(slot)
+        if got is not None and got.rule is not None and got.rule.id == "user-data-before-shared" and \
+                _is_own_name(slot, m.items, k):
+            continue  # "You are called {name}": the assistant's own name, set per deployment
+        if got is None or (got.by == "name" and got.entry.lstrip("=") in ROLE_WORDS):
+            ctx = _in_context(slot, m.items, k, classify, owners or {}, rules)
+            if ctx is False:
+                continue  # a speaker label of a transcript
+            if ctx is not None or got is None:
+                got = ctx  # type: ignore[assignment]
         if got is not None and got.rule is None:
             continue  # a deploy-time constant (stable_names)
+        if slot.kind == "in-loop" and got is not None and got.by in ("name", "label") and \
+                got.evidence not in names_in(slot.source):
+            continue  # classified only by the loop's iterable (`{{ item.url }}` in a loop over documents): the loop is reported
         rule = got.rule if got is not None else None
         if rule is None:
             # unknown: a variable (or a loop or block that reads names) no vocabulary classifies;
@@ -361,7 +489,12 @@ def _check_variant(doc: Doc, rules: Sequence[Rule], settings: Settings) -> list[
             rule = unknown
         elif rule.id not in selected:
             continue
-        if after < int(rule.options.get("min_tokens_lost", DEFAULT_MIN_TOKENS_AT_RISK)):
+        floor = int(rule.options.get("min_tokens_lost", DEFAULT_MIN_TOKENS_AT_RISK))
+        if rule is unknown and slot.kind == "loop":
+            # a list the prompt renders item by item is data of the request (retrieved items, a
+            # user's records) unless its name says it is a catalogue (tools, plugins: stable)
+            floor = int(rule.options.get("min_tokens_lost_loop", DEFAULT_MIN_TOKENS_AT_RISK))
+        if after < floor:
             continue
         flagged.add(k)
         part = doc.parts[it.part]
@@ -448,5 +581,5 @@ def check_parsed(parsed: Parsed, rules: Sequence[Rule], settings: Settings) -> l
             continue
         out.append(finding(rule, issue.span, issue.match, issue.values, edits=issue.edits))
     for doc in parsed.docs:
-        out += check_doc(doc, rules, settings)
+        out += check_doc(doc, rules, settings, parsed.notes)
     return out

@@ -23,11 +23,13 @@ A ``template_names`` entry is a phrase of words:
 | ``session id`` | end with ``session id`` (``callerSessionId``, ``ctx.session_id``) |
 | ``=name`` | are exactly ``name`` |
 | ``user *`` | start with ``user`` (``user.location``, ``userPreferences``) |
+| ``organization.*`` | are read from an object of that name (``organization.timezone``, ``org.name``): the owner decides what the value is, whatever its last words say |
 
 Trailing words that only say how a value is formatted (``name_suffixes``: ``currentDateStr``,
 ``timestamp_iso``) are dropped before matching, and leading verbs of getters (``getCurrentDate``)
-do not matter since entries match the end of a name. An exact entry beats a suffix entry, which
-beats a prefix entry; a longer entry beats a shorter one; then the rule with the lower code.
+do not matter since entries match the end of a name. An exact entry beats an owner entry,
+which beats a suffix entry, which beats a prefix entry; a longer entry beats a shorter one; then
+the rule with the lower code.
 
 Names the unknown-value rule lists as ``stable_names`` (``tools``, ``format_instructions``,
 ``agent_name``) are deploy-time constants: matched like the others, they classify a value as
@@ -85,7 +87,8 @@ def names_in(expr: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Entry:
-    """One vocabulary entry: ``mode`` ``exact``, ``suffix`` or ``prefix``, and its words."""
+    """One vocabulary entry: ``mode`` ``exact``, ``owner``, ``suffix`` or ``prefix``, and its
+    words."""
 
     mode: str
     words: tuple[str, ...]
@@ -93,21 +96,40 @@ class Entry:
 
     @property
     def score(self) -> tuple[int, int]:
-        """Exact beats suffix beats prefix; then longer beats shorter."""
-        return ({"exact": 3, "suffix": 2, "prefix": 1}[self.mode], len(self.words))
+        """Exact beats owner beats suffix beats prefix; then longer beats shorter."""
+        return ({"exact": 4, "owner": 3, "suffix": 2, "prefix": 1}[self.mode], len(self.words))
 
-    def matches(self, ws: tuple[str, ...]) -> bool:
-        """Whether a name's words match."""
+    def matches(self, ws: tuple[str, ...], owner: tuple[str, ...] = ()) -> bool:
+        """Whether a name's words match (``owner``: the words of the object it is read from,
+        ``organization`` in ``organization.timezone``)."""
         n = len(self.words)
         if self.mode == "exact":
             return ws == self.words
+        if self.mode == "owner":
+            return owner == self.words
         if self.mode == "suffix":
             return len(ws) >= n and ws[-n:] == self.words
         return len(ws) > n and ws[:n] == self.words
 
 
+def owner_words(name: str) -> tuple[str, ...]:
+    """The words of the object a dotted name is read from: ``organization.timezone`` →
+    ``("organization",)``, ``this.org.name`` → ``("org",)``; ``()`` for a plain name.
+
+    >>> owner_words("organization.timezone"), owner_words("$json.x"), owner_words("now")
+    (('organization',), ('json',), ())
+    """
+    segs = [x for x in re.split(r"\s*(?:\?\.|\.)\s*", name.strip()) if x]
+    if len(segs) < 2:
+        return ()
+    head = segs[:-1]
+    while len(head) > 1 and head[0].lstrip("$@").lower() in ("this", "self", "props", "ctx"):
+        head = head[1:]
+    return words(head[-1])
+
+
 def parse_entry(text: str) -> Entry:
-    """``"session id"``, ``"=name"`` or ``"user *"`` → an :class:`Entry`.
+    """``"session id"``, ``"=name"``, ``"user *"`` or ``"organization.*"`` → an :class:`Entry`.
 
     Raises:
         ValueError: for an entry with no words.
@@ -116,6 +138,8 @@ def parse_entry(text: str) -> Entry:
     mode = "suffix"
     if t.startswith("="):
         mode, t = "exact", t[1:]
+    elif t.endswith(".*"):
+        mode, t = "owner", t[:-2]
     elif t.endswith("*"):
         mode, t = "prefix", t[:-1]
     ws = tuple(w for part in t.split() for w in words(part))
@@ -184,8 +208,9 @@ class Classifier:
             ws = self._trim(words(name))
             if not ws:
                 continue
+            owner = owner_words(name)
             for entry, rule in self.vocab:
-                if entry.matches(ws):
+                if entry.matches(ws, owner):
                     order = -self._order.get(rule.id, len(self._order)) if rule else -len(self._order) - 1
                     key = (*entry.score, order)
                     if best is None or key > best[0]:

@@ -99,7 +99,10 @@ def parse_table(table: dict[str, Any], source: Path | None, root: Path) -> Setti
     where = str(source) if source else "settings"
     unknown = sorted(set(table) - set(KEYS))
     if unknown:
-        raise ConfigError(f"{where}: unknown key {unknown[0]!r} in [tool.promptcache]; allowed: {', '.join(KEYS)}")
+        # pyproject.toml holds the keys in [tool.promptcache]; .promptcache.toml (or --config) at its top level
+        table_name = "in [tool.promptcache]" if source is not None and source.name == "pyproject.toml" else \
+            "at the top level" if source is not None else "among the settings"
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r} {table_name}; allowed: {', '.join(KEYS)}")
     s = Settings(root=root, source=source, explicit=frozenset(table))
     kw: dict[str, Any] = {}
     for key, attr in (("select", "select"), ("extend-select", "extend_select"), ("ignore", "ignore"),

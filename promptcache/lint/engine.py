@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -22,7 +21,10 @@ from . import lockfile as lockmod
 from .checks import check_parsed, finding, lint_capable, metrics, target_for
 from .config import Settings, discover, glob_match, parse_table, read_table, relative_to
 from .model import Issue, LintFinding, Parsed, Span
+from .reading import MAX_FILE_BYTES, NotText, read_bytes, read_source
+from .reading import decode as decode_source
 from .sources import language_of, parse_source
+from .stack import DEPTH, deep
 from .suppress import (apply_baseline, apply_directives, apply_per_file, expand, read_baseline, unknown_selectors,
                        unused)
 
@@ -35,8 +37,7 @@ _PROMPT_DIR = re.compile(r"(?i)^templates?$|prompt|^\.claude$|^\.cursor$|^agents
 #: Plain-text files that are prompts wherever they are (Semantic Kernel, Copilot, Cursor).
 _PROMPT_FILE = re.compile(r"(?i)^skprompt\.txt$|\.prompt\.md$|\.mdc$")
 _DOC_FILE = re.compile(r"(?i)^(readme|changelog|changes|license|contributing|authors)\b")
-#: The largest file lint reads (bytes); a larger one is an input error, not a prompt.
-MAX_FILE_BYTES = 64 * 1024 * 1024
+__all__ = ["MAX_FILE_BYTES", "LintOptions", "LintRun", "lint_paths", "lock_paths", "files_read", "read_source"]
 
 
 @dataclass
@@ -69,6 +70,12 @@ class LintRun:
         rules: the rules that ran.
         findings: sorted by file, line, column, code; suppressed ones included.
         errors: ``(path, message)`` for files that could not be read.
+        notes: ``(path, message)`` for what a run read but could not lint, or linted only in
+            part, and says so: a ``.json`` file that is not JSON, a file named on the command
+            line that holds no prompt lint reads, a prompt with more alternatives than are
+            checked. Notes never change the exit code.
+        internal: ``(path, message)`` for files whose linting raised an internal error (a bug
+            in promptcache); the other files are still linted, and the run exits 3.
         config_sources: the config files used.
         fail_on: the severity threshold.
         files, prompts: how many files were linted and prompts found.
@@ -84,6 +91,8 @@ class LintRun:
     files: int = 0
     prompts: int = 0
     fixed: int = 0
+    notes: list[tuple[str, str]] = field(default_factory=list)
+    internal: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def active(self) -> list[LintFinding]:
@@ -96,9 +105,15 @@ class LintRun:
 
 
 def display_path(p: Path) -> str:
-    """A path as reports show it: relative to the working directory when inside it."""
+    """A path as reports show it: the path the user gave, made relative to the working
+    directory when inside it. Symbolic links are not resolved: a finding in a file reached
+    through a linked directory is reported where the user sees it."""
+    a = os.path.abspath(p)
+    cwd = os.path.abspath(os.getcwd())
+    if a == cwd or a.startswith(cwd.rstrip(os.sep) + os.sep):
+        return Path(os.path.relpath(a, cwd)).as_posix()
     rel = relative_to(p, Path.cwd())
-    return rel if rel is not None else p.resolve().as_posix()
+    return rel if rel is not None else Path(a).as_posix()
 
 
 class _Configs:
@@ -111,7 +126,7 @@ class _Configs:
         self.rules = tuple(r for r in load_rules() if lint_capable(r))
 
     def for_dir(self, directory: Path) -> Settings:
-        d = directory.resolve()
+        d = Path(os.path.abspath(directory))  # links kept: the config of where the user sees the file
         got = self.cache.get(d)
         if got is not None:
             return got
@@ -140,11 +155,17 @@ class _Configs:
         return ids - expand(s.ignore, self.rules)
 
 
-def collect_files(paths: Sequence[Path], configs: _Configs, warnings: list[str]) -> list[Path]:
+def collect_files(paths: Sequence[Path], configs: _Configs, warnings: list[str],
+                  notes: list[tuple[str, str]] | None = None, named: set[Path] | None = None) -> list[Path]:
     """The files to lint: named files as given; directories walked (hidden and vendored
     directories skipped, ``exclude`` globs applied), keeping files with a known suffix, and plain
     ``.txt``/``.md``/``.prompt`` files only inside a directory named ``templates`` or with
     "prompt" in its name, READMEs and changelogs left out.
+
+    Symbolic links to directories are followed, and the files under them are reported at the
+    path the walk reached them by; a link back to a directory the walk is already in (a loop)
+    or has already walked is not followed again (a loop is a note). ``named`` collects the
+    files named on the command line.
 
     Raises:
         InputError: for a path that does not exist.
@@ -160,10 +181,26 @@ def collect_files(paths: Sequence[Path], configs: _Configs, warnings: list[str])
                 warnings.append(f"{p}: skipped (no template parser for `{p.suffix or p.name}`)")
                 continue
             out[p] = None
+            if named is not None:
+                named.add(p)
             continue
-        for dirpath, dirnames, filenames in os.walk(p):
-            dirnames[:] = sorted(d for d in dirnames if (not d.startswith(".") or d in PROMPT_HIDDEN_DIRS)
-                                 and d not in SKIP_DIRS)
+        walked = {os.path.realpath(p)}
+        for dirpath, dirnames, filenames in os.walk(p, followlinks=True):
+            here = os.path.realpath(dirpath)
+            keep = []
+            for d in sorted(dirnames):
+                if (d.startswith(".") and d not in PROMPT_HIDDEN_DIRS) or d in SKIP_DIRS:
+                    continue
+                full = os.path.join(dirpath, d)
+                real = os.path.realpath(full)
+                if real in walked or here == real or here.startswith(real.rstrip(os.sep) + os.sep):
+                    if os.path.islink(full) and notes is not None:
+                        notes.append((display_path(Path(full)), "a link to a directory the walk is in or has "
+                                                                "walked already; not followed again"))
+                    continue
+                walked.add(real)
+                keep.append(d)
+            dirnames[:] = keep
             for name in sorted(filenames):
                 f = Path(dirpath) / name
                 lang = language_of(f)
@@ -187,50 +224,28 @@ def fingerprint(f: LintFinding, k: int) -> str:
     return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
-def read_source(path: Path) -> str:
-    """A source file's text, opened so that a file that is not regular (a FIFO put where a
-    template was) never blocks: non-blocking open, then ``fstat``.
-
-    Raises:
-        InputError: for a file that is not regular or is larger than :data:`MAX_FILE_BYTES`.
-        OSError: when it cannot be read.
-        UnicodeDecodeError: when it is not UTF-8.
-    """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise InputError("not a regular file", path=str(path))
-        if st.st_size > MAX_FILE_BYTES:
-            raise InputError(f"{st.st_size:,} bytes; lint reads files of at most {MAX_FILE_BYTES:,}", path=str(path))
-        chunks = []
-        while True:
-            b = os.read(fd, 1 << 20)
-            if not b:
-                break
-            chunks.append(b)
-    finally:
-        os.close(fd)
-    return b"".join(chunks).decode("utf-8")
-
-
 def parse_checked(shown: str, text: str, rules: Sequence[Rule], s: Settings) -> tuple[Parsed, list[LintFinding]]:
-    """Parse one file and check it. Input nested deeper than Python's recursion limit (JSON or
-    YAML 10,000 levels deep, a string of 100,000 concatenations) is a ``template-syntax``
-    finding, not a crash."""
+    """Parse one file and check it, on a thread with a deep stack (:func:`.stack.deep`): JSON of
+    any depth (:mod:`.sources.jsonnodes` is iterative), YAML past libyaml's 1,000 levels, a string
+    of 100,000 concatenations is read like any other file. Input nested past
+    :data:`.stack.DEPTH` levels is a ``template-syntax`` finding that says so, not a crash."""
     try:
-        parsed = parse_source(shown, text)
-        return parsed, check_parsed(parsed, rules, s)
+        return deep(_parse_and_check, shown, text, rules, s)
     except RecursionError:
         parsed = Parsed(shown, language_of(shown) or "text")
         parsed.issues.append(Issue("template-syntax", Span.point(shown, 1, 1), "nesting",
-                                   {"reason": "nested too deeply to read (past Python's recursion limit); "
-                                              "nothing in this file was checked"}))
+                                   {"reason": f"nested more than {DEPTH:,} levels deep (past the recursion limit "
+                                              f"lint reads at); nothing in this file was checked"}))
         return parsed, check_parsed(parsed, rules, s)
 
 
+def _parse_and_check(shown: str, text: str, rules: Sequence[Rule], s: Settings) -> tuple[Parsed, list[LintFinding]]:
+    parsed = parse_source(shown, text)
+    return parsed, check_parsed(parsed, rules, s)
+
+
 def _lint_file(path: Path, shown: str, configs: _Configs, options: LintOptions, rules: Sequence[Rule],
-               locks: dict[Path, dict[str, Any]], baselines: dict[Path, set[str]]) -> tuple[list[LintFinding], int]:
+               locks: dict[Path, dict[str, Any]], baselines: dict[Path, set[str]]) -> tuple[list[LintFinding], Parsed]:
     s = configs.for_dir(path.parent)
     text = read_source(path)
     parsed, found = parse_checked(shown, text, rules, s)
@@ -279,7 +294,7 @@ def _lint_file(path: Path, shown: str, configs: _Configs, options: LintOptions, 
             if s.baseline not in baselines:
                 baselines[s.baseline] = read_baseline(s.baseline)
             apply_baseline(found, baselines[s.baseline])
-    return [f for f in found if f.rule_id in selected], len(parsed.docs)
+    return [f for f in found if f.rule_id in selected], parsed
 
 
 def lint_paths(paths: Iterable[str | Path], options: LintOptions | None = None) -> LintRun:
@@ -316,9 +331,12 @@ def _run(paths: list[Path], options: LintOptions) -> LintRun:
     configs = _Configs(options)
     rules = configs.rules
     warnings: list[str] = []
-    files = collect_files(paths, configs, warnings)
+    notes: list[tuple[str, str]] = []
+    named: set[Path] = set()
+    files = collect_files(paths, configs, warnings, notes, named)
     findings: list[LintFinding] = []
     errors: list[tuple[str, str]] = [(w.split(":", 1)[0], w.split(": ", 1)[1]) for w in warnings]
+    internal: list[tuple[str, str]] = []
     locks: dict[Path, dict[str, Any]] = {}
     baselines: dict[Path, set[str]] = {}
     prompts = 0
@@ -328,9 +346,9 @@ def _run(paths: list[Path], options: LintOptions) -> LintRun:
         s = configs.for_dir(f.parent)
         fail_on = fail_on or s.fail_on
         try:
-            got, n = _lint_file(f, shown, configs, options, rules, locks, baselines)
-        except UnicodeDecodeError as e:
-            errors.append((shown, f"not UTF-8 text ({e.reason} at byte {e.start})"))
+            got, parsed = _lint_file(f, shown, configs, options, rules, locks, baselines)
+        except NotText as e:
+            errors.append((shown, str(e)))
             continue
         except InputError as e:
             errors.append((shown, str(e).removeprefix(f"{f}: ")))
@@ -338,13 +356,24 @@ def _run(paths: list[Path], options: LintOptions) -> LintRun:
         except OSError as e:
             errors.append((shown, f"cannot read: {e.strerror}"))
             continue
+        except (ConfigError, KeyboardInterrupt, MemoryError):
+            raise
+        except Exception as e:  # noqa: BLE001 - one file's bug never loses the others' findings
+            internal.append((shown, f"internal error (a bug in promptcache) while linting this file: "
+                                    f"{type(e).__name__}: {e}; the other files were linted"))
+            continue
         findings += got
-        prompts += n
+        prompts += len(parsed.docs)
+        notes += [(shown, n) for n in parsed.notes]
+        if f in named and not parsed.docs and not parsed.issues and not parsed.notes:
+            notes.append((shown, "holds no prompt lint reads; see `docs/lint.md` (What it reads) for the "
+                                 "shapes each kind of file is read in"))
     if fail_on is None:
         fail_on = configs.for_dir(Path.cwd()).fail_on
     findings.sort(key=lambda f: f.sort_key())
     return LintRun(__version__, rules, findings, [e for e in errors if not e[1].startswith("skipped")],
-                   list(configs.sources), fail_on, files=len(files), prompts=prompts)
+                   list(configs.sources), fail_on, files=len(files), prompts=prompts, notes=notes,
+                   internal=internal)
 
 
 def lock_paths(paths: Iterable[str | Path], options: LintOptions | None = None,
@@ -368,8 +397,8 @@ def lock_paths(paths: Iterable[str | Path], options: LintOptions | None = None,
         lp = (target_file or s.lockfile_path()).resolve()
         target_file = lp
         try:
-            parsed = parse_source(display_path(f), read_source(f))
-        except (UnicodeDecodeError, OSError, InputError, RecursionError):
+            parsed = deep(parse_source, display_path(f), read_source(f))
+        except (NotText, OSError, InputError, RecursionError):
             continue
         for doc in parsed.docs:
             t = target_for(doc, s)

@@ -12,6 +12,7 @@ from typing import Iterable
 
 from ..fileio import write_atomic
 from .model import Edit, LintFinding
+from .reading import decode, encode_like
 from .sources.base import LineIndex
 
 
@@ -58,9 +59,9 @@ def apply(findings: Iterable[LintFinding], *, unsafe: bool = False) -> int:
     n = 0
     for path, edits in plan(findings, unsafe=unsafe).items():
         p = Path(path)
-        text = p.read_bytes().decode("utf-8")
+        text, enc = decode(p.read_bytes(), p)
         new, k = apply_text(text, edits)
         if new != text:
-            write_atomic(p, new)
+            write_atomic(p, encode_like(new, enc))  # in the file's own encoding, its byte order mark kept
             n += k
     return n

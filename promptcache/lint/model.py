@@ -191,6 +191,8 @@ class Parsed:
         directives: inline suppressions.
         comments: whether the language has comments that are not sent to the model (else
             inline suppression is refused with ``invalid-suppression``).
+        notes: what the parser could not read, or read only in part, in one line each (a
+            ``.json`` file that is not JSON; a prompt with more alternatives than are checked).
     """
 
     path: str
@@ -199,6 +201,7 @@ class Parsed:
     issues: list[Issue] = field(default_factory=list)
     directives: list[Directive] = field(default_factory=list)
     comments: bool = True
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)

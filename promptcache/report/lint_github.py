@@ -43,5 +43,7 @@ def render(run: LintRun, out: TextIO) -> None:
             msg = f"{f.message}\nFix: {f.fix_description}"
             out.write(f"::{LEVEL[f.severity]} {','.join(props)}::{_data(msg)}\n")
         out.write("::endgroup::\n")
-    for path, msg in run.errors:
+    for path, msg in (*run.errors, *run.internal):
         out.write(f"::error file={_prop(path)},title=promptcache::{_data(msg)}\n")
+    for path, msg in run.notes:
+        out.write(f"::notice file={_prop(path)},title=promptcache::{_data(msg)}\n")

@@ -84,6 +84,8 @@ def records(run: LintRun) -> dict[str, Any]:
         "rules": [{"id": r.id, "code": r.code, "severity": r.severity, "summary": r.summary} for r in run.rules],
         "findings": [finding_record(f) for f in run.findings],
         "errors": [{"path": p, "message": m} for p, m in run.errors],
+        "internal_errors": [{"path": p, "message": m} for p, m in run.internal],
+        "notes": [{"path": p, "message": m} for p, m in run.notes],
         "summary": {"files": run.files, "prompts": run.prompts, "findings": len(active),
                     "suppressed": len(run.findings) - len(active), **by_sev,
                     "fixable": sum(1 for f in active if f.edits), "fixed": run.fixed, "fail_on": run.fail_on,

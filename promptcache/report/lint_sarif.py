@@ -111,12 +111,13 @@ def sarif(run: LintRun) -> dict[str, Any]:
             "columnKind": "unicodeCodePoints",
             "results": [result(f, index[f.code]) for f in run.findings],
             "invocations": [{
-                "executionSuccessful": not run.errors,
+                "executionSuccessful": not run.errors and not run.internal,
                 "toolExecutionNotifications": [
-                    {"level": "error", "message": {"text": m},
+                    {"level": level, "message": {"text": m},
                      "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(p),
                                                                                "uriBaseId": "%SRCROOT%"}}}]}
-                    for p, m in run.errors],
+                    for level, entries in (("error", run.errors), ("error", run.internal), ("note", run.notes))
+                    for p, m in entries],
             }],
         }],
     }

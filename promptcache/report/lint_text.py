@@ -22,8 +22,10 @@ def render(run: LintRun, out: TextIO) -> None:
         con.print(f"[bold]{escape(printable(s.path))}:{s.line}:{s.col}:[/] [{STYLE[f.severity]}]{f.code}[/]{fixable} "
                   f"{escape(printable(f.message))} [dim]({f.rule_id})[/]")
         con.print(f"  [dim]fix ({f.fix_safety}):[/] {escape(printable(f.fix_description))}")
-    for path, msg in run.errors:
+    for path, msg in (*run.errors, *run.internal):
         con.print(f"[bold]{escape(printable(path))}:[/] [red]error:[/] {escape(printable(msg))}")
+    for path, msg in run.notes:
+        con.print(f"[bold]{escape(printable(path))}:[/] [blue]note:[/] {escape(printable(msg))}")
     active = run.active
     n = len(active)
     sev = {k: sum(1 for f in active if f.severity == k) for k in ("error", "warning", "info")}

@@ -5,6 +5,17 @@ from __future__ import annotations
 from typing import Protocol, Sequence, runtime_checkable
 
 
+def without_lone_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate (``"\\ud800"`` decoded from a JSON, JavaScript or
+    Python escape; no UTF-8 can hold one) made one U+FFFD, as tiktoken's ``encode_ordinary``
+    and the audit's JSON reader do; a surrogate pair becomes the character it encodes.
+
+    >>> without_lone_surrogates("a\\ud800b") == "a\\ufffdb"
+    True
+    """
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 @runtime_checkable
 class Tokenizer(Protocol):
     """Text → token ids, for one model family.

@@ -17,6 +17,7 @@ from typing import Any, Sequence
 from tokenizers import Regex, Tokenizer as HFTok, decoders, models, pre_tokenizers
 
 from ..errors import ConfigError
+from .base import without_lone_surrogates
 
 # llama.cpp's pre-tokenizer regexes (llama-vocab.cpp), by ``tokenizer.ggml.pre``.
 _LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
@@ -68,7 +69,12 @@ class HFTokenizer:
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids of each text; special-token text is split out as its id (as the model sees
         rendered chat templates)."""
-        return [e.ids for e in self.tok.encode_batch(list(texts), add_special_tokens=False)]
+        try:
+            return [e.ids for e in self.tok.encode_batch(list(texts), add_special_tokens=False)]
+        except (TypeError, UnicodeEncodeError, ValueError):
+            # a lone surrogate (no UTF-8 holds one): each becomes one U+FFFD, as tiktoken does
+            texts = [without_lone_surrogates(t) for t in texts]
+            return [e.ids for e in self.tok.encode_batch(texts, add_special_tokens=False)]
 
     def decode(self, ids: Sequence[int]) -> str:
         """Text of the ids, special tokens included."""

@@ -26,6 +26,7 @@ import tiktoken
 import tiktoken_ext.openai_public as openai_public
 
 from ..errors import ConfigError
+from .base import without_lone_surrogates
 
 #: tiktoken encoding → quicktok vocabulary file stem.
 _QUICKTOK_STEM = {"o200k_base": "o200k", "o200k_harmony": "o200k", "cl100k_base": "cl100k"}
@@ -196,7 +197,12 @@ class TiktokenTokenizer:
 
     def _split(self, texts: Sequence[str]) -> list:  # list of numpy uint32 arrays
         texts = list(texts)
-        toks, offs = self._fast.encode_batch(texts, THREADS or self._threads)
+        try:
+            toks, offs = self._fast.encode_batch(texts, THREADS or self._threads)
+        except (TypeError, UnicodeEncodeError, ValueError):
+            # a lone surrogate (quicktok takes UTF-8 only): each becomes one U+FFFD, as tiktoken does
+            texts = [without_lone_surrogates(t) for t in texts]
+            toks, offs = self._fast.encode_batch(texts, THREADS or self._threads)
         out = [toks[offs[i]:offs[i + 1]] for i in range(len(texts))]
         for i, t in enumerate(texts):
             # quicktok's Unicode tables are newer than tiktoken's: a character assigned since

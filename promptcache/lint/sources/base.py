@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from typing import Callable
+from itertools import accumulate
+from typing import Callable, Sequence
 
 from ..model import Directive, Edit, Issue, Span
 
@@ -17,16 +18,48 @@ ACTIONS = ("ignore", "disable", "enable", "file-ignore")
 Locator = Callable[[int, int, str], Span]
 
 
-class LineIndex:
-    """Character offsets → 1-based (line, column).
+#: Line breaks as Python's tokenizer, Jinja, PyYAML and editors count them: CRLF, LF, and a
+#: lone CR (old Mac files).
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
-    >>> LineIndex("ab\\ncd").pos(4)
-    (2, 2)
+
+def split_lines(text: str) -> list[str]:
+    """The lines of a text without their breaks (:data:`LINE_BREAK`; unlike ``str.splitlines``,
+    form feeds and Unicode separators are not breaks, as in Python source)."""
+    return LINE_BREAK.split(text)
+
+
+class ByteColumns:
+    """UTF-8 byte columns (Python's ``col_offset``, tree-sitter's points) → character columns,
+    line by line; a line's table is built once, so a file with one 2 MB line is not re-encoded
+    for every node on it."""
+
+    def __init__(self, lines: Sequence[str]):
+        self.lines = lines
+        self._tables: dict[int, list[int]] = {}
+
+    def col(self, row: int, byte_col: int) -> int:
+        """0-based character column of a 0-based row's byte column."""
+        line = self.lines[row] if row < len(self.lines) else ""
+        if line.isascii():
+            return byte_col
+        ends = self._tables.get(row)
+        if ends is None:
+            ends = list(accumulate(len(c.encode("utf-8", "surrogatepass")) for c in line))
+            self._tables[row] = ends
+        return bisect_right(ends, byte_col)
+
+
+class LineIndex:
+    """Character offsets → 1-based (line, column); lines end at CRLF, LF or a lone CR.
+
+    >>> LineIndex("ab\\ncd").pos(4), LineIndex("ab\\rcd\\r\\nef").pos(6)
+    ((2, 2), (3, 1))
     """
 
     def __init__(self, text: str):
         self.text = text
-        self.starts = [0] + [m.end() for m in re.finditer(r"\n", text)]
+        self.starts = [0] + [m.end() for m in LINE_BREAK.finditer(text)]
 
     def pos(self, offset: int) -> tuple[int, int]:
         """(line, column) of a character offset."""
@@ -48,10 +81,10 @@ class LineIndex:
         return lambda s, e, raw: self.span(path, base + s, base + e)
 
     def line_text(self, line: int) -> str:
-        """The text of a 1-based line, without its newline."""
+        """The text of a 1-based line, without its line break."""
         a = self.starts[line - 1]
-        b = self.starts[line] - 1 if line < len(self.starts) else len(self.text)
-        return self.text[a:b]
+        b = self.starts[line] if line < len(self.starts) else len(self.text)
+        return self.text[a:b].rstrip("\r\n") if line < len(self.starts) else self.text[a:b]
 
 
 class Occurrences:

@@ -18,11 +18,31 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from ..model import Doc, Issue, Parsed, Part, Piece, Span
 from .base import LineIndex, Locator, Occurrences, line_removal, next_content_line, parse_directive
-from .templating import Scan, scan_string
+from .jsonnodes import JSONError, compose_json
+from .scalars import source_offsets
+from .templating import Scan, scan_jinja, scan_string
 from .semantic_kernel import READERS as SEMANTIC_KERNEL
 from .workflow import READERS as WORKFLOWS
 
 _YAML_COMMENT = re.compile(r"(?:^|[ \t])#([^\n]*)", re.M)
+
+
+def compose_yaml(text: str) -> Node | None:
+    """A YAML text's node tree: with libyaml's parser where PyYAML has it (the same nodes and
+    marks, many times faster), else, or for input nested past libyaml's 1,000 flow levels, with
+    PyYAML's own (slow on deep flow nesting, but without a limit).
+
+    Raises:
+        yaml.YAMLError: where the text stops being YAML.
+    """
+    fast = getattr(yaml, "CSafeLoader", None)
+    if fast is not None:
+        try:
+            return yaml.compose(text, Loader=fast)
+        except yaml.YAMLError as e:
+            if "maximum nesting depth" not in str(e):
+                raise
+    return yaml.compose(text, Loader=yaml.SafeLoader)
 
 
 class _Ctx:
@@ -47,8 +67,14 @@ class _Ctx:
         src_a, src_b = node.start_mark.index, node.end_mark.index
         src = self.text[src_a:src_b]
         occurrences = Occurrences(src)
+        offs = source_offsets(self.text, node) if node.value.endswith(value) else None
+        shift = len(node.value) - len(value)
 
         def locate(s: int, e: int, raw: str) -> Span:
+            if offs is not None and 0 <= s < e <= len(value):  # where the characters are in the file
+                last = offs[shift + e - 1]
+                end = last + 1 if self.text[last:last + 1] != "\\" else offs[shift + e]
+                return self.index.span(self.path, offs[shift + s], end)
             if raw and "{" in raw:
                 i = occurrences.find(raw)
                 if i >= 0:
@@ -67,7 +93,9 @@ class _Ctx:
 
 
 def _get(node: MappingNode, key: str) -> tuple[Node, Node] | None:
-    for k, v in node.value:
+    """The last ``key: value`` pair of a mapping (a duplicated key: the last wins, as JSON
+    parsers and PyYAML's loader take it)."""
+    for k, v in reversed(node.value):
         if isinstance(k, ScalarNode) and k.value == key:
             return k, v
     return None
@@ -203,6 +231,79 @@ def _promptfoo(ctx: _Ctx, node: SequenceNode) -> list[Doc]:
     return docs
 
 
+class _MappedIndex(LineIndex):
+    """Offsets in a document held in a string value → the file's lines and columns, through
+    the value's :func:`.scalars.source_offsets` (every character where it is written)."""
+
+    def __init__(self, text: str, outer: LineIndex, offs: list[int]):
+        super().__init__(text)
+        self.outer = outer
+        self.offs = offs
+
+    def _at(self, offset: int) -> int:
+        return self.offs[min(max(offset, 0), len(self.offs) - 1)]
+
+    def pos(self, offset: int) -> tuple[int, int]:
+        return self.outer.pos(self._at(offset))
+
+    def span(self, path: str, start: int, end: int) -> Span:
+        if end <= start:
+            return self.outer.span(path, self._at(start), self._at(start))
+        last = self._at(end - 1)
+        tail = last + 1 if self.outer.text[last:last + 1] != "\\" else self._at(end)
+        return self.outer.span(path, self._at(start), max(tail, self._at(start)))
+
+
+#: Keys that wrap a workflow or app in what the tools' APIs return: n8n's template API
+#: (``{"workflow": {"name": ..., "workflow": {"nodes", "connections"}}}``), Dify's export API
+#: (``{"data": "<the app's DSL as a YAML string>"}``).
+_WRAPPERS = ("workflow", "data", "template")
+
+
+def _recognised(root: Node) -> bool:
+    return any(recognise(root) for _, recognise, _ in (*WORKFLOWS, *SEMANTIC_KERNEL))
+
+
+def unwrap(ctx: _Ctx, root: Node, depth: int = 0) -> tuple[_Ctx, Node]:
+    """The workflow or app a wrapper holds (:data:`_WRAPPERS`), with the context that places
+    its values in the file; ``(ctx, root)`` itself when it is no wrapper. A document held in a
+    string (Dify's ``data``) is parsed as YAML, and its positions mapped through the string's
+    escapes to where its characters are in the file."""
+    if depth > 3 or not isinstance(root, MappingNode) or _recognised(root) or _body_like(root):
+        return ctx, root
+    for key in _WRAPPERS:
+        got = _get(root, key)
+        if got is None:
+            continue
+        inner = got[1]
+        if isinstance(inner, MappingNode):
+            c2, r2 = unwrap(ctx, inner, depth + 1)
+            if _recognised(r2):
+                return c2, r2
+        elif _is_str(inner) and "\n" in inner.value and ":" in inner.value:  # type: ignore[attr-defined]
+            offs = source_offsets(ctx.text, inner)  # type: ignore[arg-type]
+            try:
+                doc = compose_yaml(inner.value)  # type: ignore[attr-defined]
+            except yaml.YAMLError:
+                continue
+            if doc is None or not _recognised(doc):
+                continue
+            sub = _Ctx(ctx.path, inner.value, ctx.parsed)  # type: ignore[attr-defined]
+            if offs is not None:
+                sub.index = _MappedIndex(inner.value, ctx.index, offs)  # type: ignore[attr-defined]
+            else:
+                start = inner.start_mark.index
+                sub.index = _MappedIndex(inner.value, ctx.index, [start] * (len(inner.value) + 1))  # type: ignore[attr-defined]
+                ctx.parsed.notes.append(f"the document in `{key}` is placed at the start of its string "
+                                        "(its escapes could not be mapped to the file)")
+            return sub, doc
+    return ctx, root
+
+
+def _body_like(root: MappingNode) -> bool:
+    return any(_get(root, k) is not None for k in ("messages", "system", "instructions", "input", "prompts"))
+
+
 def parse_data(path: str, text: str, language: str) -> Parsed:
     """A YAML or JSON file → the prompts it holds (none when it holds no prompt).
 
@@ -213,23 +314,25 @@ def parse_data(path: str, text: str, language: str) -> Parsed:
     """
     parsed = Parsed(path, language, comments=language == "yaml")
     ctx = _Ctx(path, text, parsed)
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as e:
-        if language == "json":
-            try:
-                json.loads(text)
-            except json.JSONDecodeError as je:
-                parsed.issues.append(Issue("template-syntax", Span.point(path, je.lineno, je.colno), "json",
-                                           {"reason": f"not valid JSON: {je.msg}"}))
-            return parsed  # valid JSON that YAML cannot read: no positions, skip
-        mark = getattr(e, "problem_mark", None)
-        parsed.issues.append(Issue("template-syntax", Span.point(path, (mark.line + 1) if mark else 1,
-                                                                  (mark.column + 1) if mark else 1), "yaml",
-                                   {"reason": f"not valid YAML: {getattr(e, 'problem', None) or e}"}))
-        return parsed
+    if language == "json":
+        try:
+            root = compose_json(text)
+        except JSONError as e:
+            _not_json(parsed, ctx, e)
+            return parsed
+    else:
+        try:
+            root = compose_yaml(text)
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            parsed.issues.append(Issue("template-syntax", Span.point(path, (mark.line + 1) if mark else 1,
+                                                                      (mark.column + 1) if mark else 1), "yaml",
+                                       {"reason": f"not valid YAML: {getattr(e, 'problem', None) or e}"}))
+            return parsed
     if root is None:
         return parsed
+    outer = ctx
+    ctx, root = unwrap(ctx, root)
     reader = next((read for _, recognise, read in (*WORKFLOWS, *SEMANTIC_KERNEL) if recognise(root)), None)
     if reader is not None:
         parsed.docs += reader(ctx, root)
@@ -244,8 +347,34 @@ def parse_data(path: str, text: str, language: str) -> Parsed:
             if prompts and isinstance(prompts[1], SequenceNode):
                 parsed.docs += _promptfoo(ctx, prompts[1])
     if language == "yaml" and parsed.docs:
-        _yaml_directives(ctx)
+        _yaml_directives(outer)
     return parsed
+
+
+#: Template tags in a file that is not JSON: promptfoo renders ``.json`` prompt files with
+#: Nunjucks before parsing them.
+_TEMPLATE_TAG = re.compile(r"\{\{|\{%")
+
+
+def _not_json(parsed: Parsed, ctx: _Ctx, e: JSONError) -> None:
+    """A ``.json`` file that is not JSON. Lint cannot tell a broken request body from a file
+    that was never meant to be JSON, so neither is a finding (checking JSON syntax is not lint's
+    job): a file with template tags is a template that renders JSON (promptfoo's Nunjucks chat
+    prompts) and is linted as one, whole; any other, or one whose template does not parse
+    either, is skipped with a note that names the place it stops being JSON."""
+    where = f"line {e.lineno}, column {e.colno}"
+    if _TEMPLATE_TAG.search(ctx.text):
+        scan = scan_jinja(ctx.text, ctx.index.locator(ctx.path), keep_trailing_newline=True)
+        if scan.error is None:
+            start = ctx.index.span(ctx.path, 0, 0)
+            parsed.docs.append(Doc(ctx.path, "template", [Part("template", "template", scan.pieces, start)], start))
+            return
+        off, msg = scan.error
+        line, col = ctx.index.pos(off)
+        parsed.notes.append(f"not JSON ({e.msg} at {where}), and not a Jinja/Nunjucks template lint can read "
+                            f"({msg} at line {line}, column {col}); skipped")
+        return
+    parsed.notes.append(f"not JSON ({e.msg} at {where}); skipped")
 
 
 def _yaml_directives(ctx: _Ctx) -> None:

@@ -113,13 +113,50 @@ def parse_plain(path: str, text: str) -> Parsed:
             front = {}
         if isinstance(front, dict) and isinstance(front.get("model"), str):
             model = front["model"]
-    scan = scan_placeholders(text[base:], index.locator(path, base))
+    body = text[base:]
+    dialect = text_dialect(body)
+    locate = index.locator(path, base)
+    if dialect == "go":
+        scan = scan_tags(body, locate, "go")
+    elif dialect == "jinja":
+        scan = scan_jinja(body, locate)
+    elif dialect == "handlebars":
+        scan = scan_mustache(body, locate)
+    else:
+        scan = scan_placeholders(body, locate, file_refs=path.lower().endswith((".md", ".mdc")))
+    if scan.error is not None:
+        off, msg = scan.error
+        parsed.issues.append(Issue("template-syntax", index.span(path, base + off, base + off + 1), msg,
+                                   {"reason": f"{msg} (read as a {_DIALECT_NAMES[dialect]})"}))
     doc = _doc(path, index, scan, base=base)
     doc.model = model if model and re.match(r"(?i)^(gpt|o\d|claude|gemini|deepseek)", model) else None
     parsed.docs.append(doc)
     parsed.issues += refuse_directives(text[base:], index, path, PLAIN_NO_COMMENTS) if not base else \
         [i for i in refuse_directives(text, index, path, PLAIN_NO_COMMENTS) if i.span.line > index.pos(base)[0] - 1]
     return parsed
+
+
+#: What marks the template language of a plain-text prompt (``.txt``, ``.md``, ``.prompt``):
+#: Go ``text/template`` actions (kubectl-ai's ``systemprompt_template_default.txt``), Jinja
+#: statements, Handlebars sections; else placeholders (``{{ x }}``, ``{{$x}}``, ``{x}``, ``${x}``).
+_GO_MARK = re.compile(r"\{\{-?\s*(?:\.[A-Za-z_]|end\s*-?\}\}|(?:if|range|with|define|template|block)\s+[.$(\"]"
+                      r"|else(?:\s+if\b)?\s*-?\}\})")
+_JINJA_MARK = re.compile(r"\{%-?\s*(?:if|for|set|macro|include|block|raw|filter|with|extends|import|from|call)\b")
+_HBS_MARK = re.compile(r"\{\{~?[#^](?:if|each|unless|with)\b.*?\{\{~?/(?:if|each|unless|with)\s*~?\}\}", re.S)
+_DIALECT_NAMES = {"go": "Go template", "jinja": "Jinja template", "handlebars": "Handlebars template",
+                  "plain": "plain-text prompt"}
+
+
+def text_dialect(text: str) -> str:
+    """``go``, ``jinja``, ``handlebars`` or ``plain``: the template language a plain-text
+    prompt is written in, by the tags it holds."""
+    if _GO_MARK.search(text):
+        return "go"
+    if _JINJA_MARK.search(text):
+        return "jinja"
+    if _HBS_MARK.search(text):
+        return "handlebars"
+    return "plain"
 
 
 _FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?\r?\n)?---[ \t]*(?:\r?\n|\Z)", re.S)

@@ -60,7 +60,8 @@ class GoSource:
         self.f = TSFile(path, text, "go")
         self.path = path
         self.decls: dict[str, list[tuple[int, Node, Node]]] = {}
-        self.functions: dict[str, Node] = {}
+        self.functions: dict[str, list[Node]] = {}  # name → the expressions it returns, in order
+        self.embedded: set[str] = set()  # variables //go:embed fills: file content fixed at build time
         self.consumed: set[int] = set()
         self.calls: list[Node] = []
         self.composites: list[Node] = []
@@ -68,6 +69,8 @@ class GoSource:
             t = n.type
             if t in ("const_spec", "var_spec"):
                 names = [c for c in n.children_by_field_name("name")]
+                if t == "var_spec" and self._embedded(n):
+                    self.embedded.update(self.f.src(c) for c in names)
                 values = n.child_by_field_name("value")
                 vals = [c for c in values.named_children] if values is not None else []
                 for k, nm in enumerate(names):
@@ -86,33 +89,76 @@ class GoSource:
                             self.decls.setdefault(self.f.src(nm), []).append((n.start_byte, n, rs[k]))
             elif t in ("function_declaration", "method_declaration"):
                 name = n.child_by_field_name("name")
-                ret = self._single_return(n)
-                if name is not None and ret is not None:
-                    self.functions.setdefault(self.f.src(name), ret)
+                rets = self._returns(n)
+                if name is not None and rets:
+                    self.functions.setdefault(self.f.src(name), rets)
             elif t == "call_expression":
                 self.calls.append(n)
             elif t == "composite_literal":
                 self.composites.append(n)
 
-    def _single_return(self, fn: Node) -> Node | None:
+    def _returns(self, fn: Node) -> list[Node]:
+        """The first value of each of a function's ``return`` statements, in source order
+        (function literals inside it return for themselves)."""
         body = fn.child_by_field_name("body")
         if body is None:
-            return None
+            return []
         rets = []
-        stack = list(body.children)
+        stack = list(reversed(body.children))
         while stack:
             n = stack.pop()
             if n.type == "return_statement":
-                rets.append(n)
+                lst = [c for c in n.named_children]
+                if lst:
+                    vals = [c for c in lst[0].named_children] if lst[0].type == "expression_list" else lst
+                    if vals:
+                        rets.append(vals[0])
             elif n.type != "func_literal":
-                stack.extend(n.children)
-        if len(rets) != 1:
+                stack.extend(reversed(n.children))
+        return rets
+
+    def _embedded(self, spec: Node) -> bool:
+        """Whether a ``var`` has a ``//go:embed`` directive on the line above it."""
+        decl = spec.parent
+        while decl is not None and decl.type != "var_declaration":
+            decl = decl.parent
+        prev = decl.prev_sibling if decl is not None else None
+        if decl is not None and decl.type == "var_declaration" and prev is not None and prev.type == "comment":
+            return self.f.src(prev).startswith("//go:embed")
+        prev = spec.prev_sibling
+        return prev is not None and prev.type == "comment" and self.f.src(prev).startswith("//go:embed")
+
+    def _prompt_returns(self, name: str, depth: int = 0) -> list[Node] | None:
+        """A local function's returns when they are prompt text (each a string expression or
+        ``""``, at least one not empty), else ``None``."""
+        rets = self.functions.get(name)
+        if not rets:
             return None
-        lst = [c for c in rets[0].named_children]
-        if not lst:
-            return None
-        vals = [c for c in lst[0].named_children] if lst[0].type == "expression_list" else lst
-        return vals[0] if vals else None
+        ok = [self.is_stringish(r, depth + 1) for r in rets]
+        if any(ok) and all(k or self.literal(r) == "" for k, r in zip(ok, rets)):
+            return rets
+        return None
+
+    def _returned_pieces(self, rets: list[Node], at: Node, depth: int) -> list[Piece]:
+        if len(rets) == 1:
+            return self.pieces(rets[0], depth + 1)
+        # several returns: the value is one of them (each an alternative, checked on its own)
+        return [Piece("branch", span=self.f.span(at), branches=tuple(
+            tuple(self.pieces(r, depth + 1)) if self.literal(r) != "" else () for r in rets))]
+
+    def is_constant(self, node: Node) -> bool:
+        """Whether a value is fixed when the program is built: a ``//go:embed`` file
+        (``string(promptFile)``), or a constant."""
+        node = self._unwrap(node)
+        if node.type == "call_expression" and self.callee(node) in ("string", "[]byte") and len(self.args(node)) == 1:
+            return self.is_constant(self.args(node)[0])
+        if node.type == "identifier":
+            if self.f.src(node) in self.embedded:
+                return True
+            got = self.resolve(node)
+            return got is not None and got[0].type == "const_spec"
+        return node.type in ("int_literal", "float_literal", "true", "false", "raw_string_literal",
+                             "interpreted_string_literal", "rune_literal")
 
     def resolve(self, ident: Node) -> tuple[Node, Node] | None:
         got = self.decls.get(self.f.src(ident))
@@ -131,6 +177,21 @@ class GoSource:
     def args(self, call: Node) -> list[Node]:
         a = call.child_by_field_name("arguments")
         return [c for c in a.named_children if c.type != "comment"] if a is not None else []
+
+    def operands(self, node: Node) -> list[Node]:
+        """The operands of a ``+`` chain, left to right, found without recursion."""
+        out: list[Node] = []
+        stack = [node]
+        while stack:
+            n = self._unwrap(stack.pop())
+            op = n.child_by_field_name("operator") if n.type == "binary_expression" else None
+            left, right = (n.child_by_field_name("left"), n.child_by_field_name("right")) if op is not None else (None, None)
+            if op is not None and self.f.src(op) == "+" and left is not None and right is not None:
+                stack.append(right)
+                stack.append(left)
+            else:
+                out.append(n)
+        return out
 
     def _unwrap(self, node: Node) -> Node:
         while node.type == "parenthesized_expression" and node.named_children:
@@ -162,7 +223,7 @@ class GoSource:
         if t == "binary_expression":
             op = node.child_by_field_name("operator")
             return op is not None and self.f.src(op) == "+" and any(
-                self.is_stringish(node.child_by_field_name(k), depth + 1) for k in ("left", "right"))
+                self.is_stringish(o, depth + 1) for o in self.operands(node))
         if t == "identifier":
             got = self.resolve(node)
             return got is not None and self.is_stringish(got[1], depth + 1)
@@ -171,7 +232,7 @@ class GoSource:
             if c in ("fmt.Sprintf", "strings.Join", "strings.TrimSpace"):
                 return True
             if c in self.functions:
-                return self.is_stringish(self.functions[c], depth + 1)
+                return self._prompt_returns(c, depth) is not None
         return False
 
     def pieces(self, node: Node, depth: int = 0) -> list[Piece]:
@@ -185,9 +246,11 @@ class GoSource:
             return [Piece("static", lit, span=self.f.span(node))] if lit else []
         if t == "binary_expression":
             op = node.child_by_field_name("operator")
-            left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
-            if op is not None and self.f.src(op) == "+" and left is not None and right is not None:
-                return self.pieces(left, depth + 1) + self.pieces(right, depth + 1)
+            if op is not None and self.f.src(op) == "+":
+                out: list[Piece] = []
+                for o in self.operands(node):  # a chain of any length is one level
+                    out += self.pieces(o, depth + 1)
+                return out
         if t == "identifier":
             got = self.resolve(node)
             if got is not None and self.is_stringish(got[1], depth + 1):
@@ -217,9 +280,13 @@ class GoSource:
                 if ps and ps[-1].kind == "static":
                     ps[-1] = Piece("static", ps[-1].text.rstrip(), span=ps[-1].span)
                 return [p for p in ps if p.kind != "static" or p.text]
-            if c in self.functions and self.is_stringish(self.functions[c], depth + 1):
-                self.consumed.add(self.functions[c].id)
-                return self.pieces(self.functions[c], depth + 1)
+            rets = self._prompt_returns(c, depth) if c in self.functions else None
+            if rets is not None:
+                for r in rets:
+                    self.consumed.add(r.id)
+                return self._returned_pieces(rets, node, depth)
+        if self.is_constant(node):
+            return [Piece("opaque", span=self.f.span(node))]  # fixed when the program is built
         return [self.slot(node)]
 
     def _sprintf(self, args: list[Node], depth: int) -> list[Piece]:
@@ -361,9 +428,13 @@ class GoSource:
             for _, decl, value in entries:
                 if decl.id not in self.consumed and self.is_stringish(value):
                     cands.append((name, value, decl, decl.id, self._named(value)))
-        for name, ret in self.functions.items():
-            if PROMPT_NAME.search(name) and ret.id not in self.consumed and self.is_stringish(ret):
-                cands.append((name, ret, ret, ret.id, self._named(ret)))
+        for name, rets in self.functions.items():
+            if not PROMPT_NAME.search(name) or any(r.id in self.consumed for r in rets):
+                continue
+            if len(rets) == 1 and self.is_stringish(rets[0]):
+                cands.append((name, rets[0], rets[0], rets[0].id, self._named(rets[0])))
+            elif len(rets) > 1 and self._prompt_returns(name) is not None:
+                cands.append((name, rets[0], rets[0], rets[0].id, self._returned_pieces(rets, rets[0], 0)))
         counts: dict[str, int] = {}
         for name, value, at, key, pieces in cands:
             if key in self.consumed:
@@ -376,7 +447,36 @@ class GoSource:
         return docs
 
     def _named(self, value: Node) -> list[Piece]:
-        return self.template(value) if "{{" in self.f.src(value) else self.pieces(value)
+        """A prompt-like name's value: a Go template when it holds ``{{``; a string literal
+        whose printf verbs no ``fmt.Sprintf`` in this file fills is a format string filled
+        elsewhere (``const DefaultSystemPrompt = "The current date: %s ..."``): its verbs are
+        values, each at its place (what it is, the label before it says)."""
+        if "{{" in self.f.src(value):
+            return self.template(value)
+        ps = self.pieces(value)
+        lit = self._unwrap(value)
+        if self.literal(lit) is None or not any(p.kind == "static" and _VERB.search(p.text) for p in ps):
+            return ps
+        occ = Occurrences(self.f.src(lit))
+        base = self.f.offset(lit)
+        out: list[Piece] = []
+        for p in ps:
+            if p.kind != "static":
+                out.append(p)
+                continue
+            pos = 0
+            for m in _VERB.finditer(p.text):
+                at = occ.find(m.group(0))
+                if m.group(2) == "%":
+                    continue
+                if m.start() > pos:
+                    out.append(Piece("static", p.text[pos:m.start()].replace("%%", "%"), span=p.span))
+                span = self.f.index.span(self.path, base + at, base + at + len(m.group(0))) if at >= 0 else p.span
+                out.append(Piece("slot", slot=Slot(span or self.f.span(lit), m.group(0), "variable", (m.group(0),), ())))
+                pos = m.end()
+            if pos < len(p.text):
+                out.append(Piece("static", p.text[pos:].replace("%%", "%"), span=p.span))
+        return out
 
     def _message(self, value: Node, lit: Node) -> Part | None:
         """A ``ChatCompletionMessage`` literal's ``{Role: ..., Content: ...}`` as a part."""

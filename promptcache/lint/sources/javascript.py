@@ -29,7 +29,7 @@ from typing import Iterable
 
 from ..classify import names_in
 from ..model import Doc, Parsed, Part, Piece, Slot, Span
-from .treesitter import FSTRING_FIELD, MUSTACHE_FIELD, Node, TSFile, dedent_pieces, split_fields
+from .treesitter import FSTRING_FIELD, MUSTACHE_FIELD, N8N_FIELD, Node, TSFile, dedent_pieces, split_fields
 
 PROMPT_NAME = re.compile(r"(?i)(prompt|system|instruction|template|persona|preamble)")
 _SYSTEM_NAME = re.compile(r"(?i)system|instruction|persona|preamble")
@@ -44,6 +44,7 @@ _LC_ROLES = {"system": "system", "human": "user", "user": "user", "ai": "assista
 _DEDENT_TAGS = {"dedent", "stripIndent", "stripIndents", "outdent", "endent", "oneLine", "oneLineTrim"}
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "0": "\0"}
 _MAX_DEPTH = 12
+_UNKNOWN = object()
 _WRAPPERS = ("parenthesized_expression", "as_expression", "satisfies_expression", "non_null_expression",
              "type_assertion")
 
@@ -74,10 +75,11 @@ class JsSource:
         self.f = TSFile(path, text, grammar)
         self.path = path
         self.decls: dict[str, list[tuple[int, Node, Node]]] = {}  # name → [(start byte, declarator, value)]
-        self.functions: dict[str, Node] = {}  # name → the returned expression (single return)
+        self.functions: dict[str, list[Node]] = {}  # name → the expressions it returns, in order
         self.consumed: set[int] = set()  # ids of declarators and functions a prompt used
         self.calls: list[Node] = []
         self.pairs: list[Node] = []
+        self.json_imports: set[str] = set()  # names bound to an imported JSON module: data fixed at build time
         for n in self.f.walk():
             t = n.type
             if t == "variable_declarator":
@@ -85,49 +87,137 @@ class JsSource:
                 if name is not None and value is not None and name.type == "identifier":
                     self.decls.setdefault(self.f.src(name), []).append((n.start_byte, n, value))
                     if value.type in ("arrow_function", "function_expression", "function"):
-                        ret = self._single_return(value)
-                        if ret is not None:
-                            self.functions[self.f.src(name)] = ret
+                        rets = self._returns(value)
+                        if rets:
+                            self.functions[self.f.src(name)] = rets
             elif t == "assignment_expression":
                 left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
                 if left is not None and right is not None and left.type == "identifier":
                     self.decls.setdefault(self.f.src(left), []).append((n.start_byte, n, right))
             elif t == "function_declaration":
                 name = n.child_by_field_name("name")
-                ret = self._single_return(n)
-                if name is not None and ret is not None:
-                    self.functions[self.f.src(name)] = ret
+                rets = self._returns(n)
+                if name is not None and rets:
+                    self.functions[self.f.src(name)] = rets
             elif t == "method_definition":
                 name = n.child_by_field_name("name")
-                ret = self._single_return(n)
-                if name is not None and ret is not None:
-                    self.functions.setdefault(self.f.src(name), ret)
+                rets = self._returns(n)
+                if name is not None and rets:
+                    self.functions.setdefault(self.f.src(name), rets)
             elif t in ("call_expression", "new_expression"):
                 self.calls.append(n)
             elif t == "pair":
                 self.pairs.append(n)
+            elif t == "import_statement":
+                source = n.child_by_field_name("source")
+                if source is not None and self.f.src(source).strip("'\"`").lower().endswith(".json"):
+                    for c in self.f.walk(n):
+                        if c.type == "identifier" and c.parent is not None and c.parent.type in (
+                                "import_clause", "namespace_import", "import_specifier"):
+                            self.json_imports.add(self.f.src(c))
 
     # ----------------------------------------------------------------- names and functions
 
-    def _single_return(self, fn: Node) -> Node | None:
+    def _returns(self, fn: Node) -> list[Node]:
+        """The expressions a function returns, in source order (an arrow function's expression
+        body is its one return; nested functions' returns are theirs)."""
         body = fn.child_by_field_name("body")
         if body is None:
-            return None
+            return []
         if body.type != "statement_block":
-            return body  # an arrow function's expression body
+            return [body]  # an arrow function's expression body
         rets = []
-        stack = list(body.children)
+        stack = list(reversed(body.children))
         while stack:
             n = stack.pop()
             if n.type == "return_statement":
-                rets.append(n)
+                vals = [c for c in n.named_children if c.type != "comment"]
+                if vals:
+                    rets.append(vals[0])
             elif n.type not in ("function_declaration", "arrow_function", "function_expression", "method_definition",
                                 "class_declaration"):
-                stack.extend(n.children)
-        if len(rets) != 1:
+                stack.extend(reversed(n.children))
+        return rets
+
+    def _prompt_returns(self, name: str, depth: int = 0) -> list[Node] | None:
+        """The returns of a local function when they are prompt text (each a string expression
+        or ``""``, at least one not empty), else ``None``."""
+        rets = self.functions.get(name)
+        if not rets:
             return None
-        vals = [c for c in rets[0].named_children if c.type != "comment"]
-        return vals[0] if vals else None
+        ok = [self.is_stringish(r, depth + 1) for r in rets]
+        if any(ok) and all(k or self._is_empty(r) for k, r in zip(ok, rets)):
+            return rets
+        return None
+
+    def _is_empty(self, node: Node) -> bool:
+        node = self._unwrap(node)
+        return (node.type == "string" and not self._string(node)) or node.type in ("null", "undefined")
+
+    def _returned_pieces(self, rets: list[Node], span_node: Node, depth: int) -> list[Piece]:
+        if len(rets) == 1:
+            return self.pieces(rets[0], depth + 1)
+        # several returns: the prompt is one of them (each an alternative, checked on its own)
+        return [Piece("branch", span=self.f.span(span_node),
+                      branches=tuple(tuple(self.pieces(r, depth + 1)) if not self._is_empty(r) else () for r in rets))]
+
+    # ----------------------------------------------------------------- constants of the file
+
+    _GLOBALS = frozenset({"JSON", "Object", "Array", "String", "Number", "Boolean", "undefined", "Infinity", "NaN"})
+
+    def const_value(self, node: Node, depth: int = 0) -> object:
+        """``True`` / ``False`` for a condition that is a constant of the file (``true``,
+        ``!x``, a ``const`` bound to one), else :data:`_UNKNOWN`."""
+        node = self._unwrap(node)
+        if depth > _MAX_DEPTH:
+            return _UNKNOWN
+        if node.type in ("true", "false"):
+            return node.type == "true"
+        if node.type == "unary_expression" and self.f.src(node).lstrip().startswith("!") and node.named_children:
+            v = self.const_value(node.named_children[-1], depth + 1)
+            return _UNKNOWN if v is _UNKNOWN else (not v)
+        if node.type == "identifier":
+            got = self.resolve(node)
+            if got is not None and self._is_const_decl(got[0]):
+                return self.const_value(got[1], depth + 1)
+        return _UNKNOWN
+
+    def _is_const_decl(self, decl: Node) -> bool:
+        p = decl.parent
+        return p is not None and p.type == "lexical_declaration" and self.f.src(p).lstrip().startswith("const")
+
+    def is_constant(self, node: Node, depth: int = 0, params: frozenset[str] = frozenset()) -> bool:
+        """Whether an expression is fixed when the code is built: literals, ``const``s bound to
+        constants, imported JSON (``import cats from "./categories.json"``), and what is
+        computed from those alone (``cats.items.map((c) => c.id).join(", ")``)."""
+        if depth > _MAX_DEPTH:
+            return False
+        node = self._unwrap(node)
+        t = node.type
+        if t in ("string", "number", "true", "false", "null", "undefined", "regex", "property_identifier",
+                 "shorthand_property_identifier", "comment"):
+            return True
+        if t == "identifier":
+            name = self.f.src(node)
+            if name in params or name in self.json_imports or name in self._GLOBALS:
+                return True
+            got = self.resolve(node)
+            return got is not None and self._is_const_decl(got[0]) and self.is_constant(got[1], depth + 1, params)
+        if t in ("arrow_function", "function_expression"):
+            ps = node.child_by_field_name("parameters") or node.child_by_field_name("parameter")
+            names = {self.f.src(c) for c in self.f.walk(ps) if c.type == "identifier"} if ps is not None else set()
+            body = node.child_by_field_name("body")
+            return body is not None and self.is_constant(body, depth + 1, params | frozenset(names))
+        if t in ("template_string", "array", "object", "pair", "member_expression", "subscript_expression",
+                 "call_expression", "binary_expression", "unary_expression", "ternary_expression",
+                 "conditional_expression", "arguments", "template_substitution", "spread_element",
+                 "string_fragment", "escape_sequence", "formal_parameters", "statement_block", "return_statement",
+                 "expression_statement"):
+            if t == "member_expression":
+                obj = node.child_by_field_name("object")
+                return obj is not None and self.is_constant(obj, depth + 1, params)
+            return all(self.is_constant(c, depth + 1, params) for c in node.named_children)
+        return False
 
     def resolve(self, ident: Node) -> tuple[Node, Node] | None:
         """The last declaration of an identifier before its use (else the first after it):
@@ -140,6 +230,30 @@ class JsSource:
         if pick[2].start_byte <= ident.start_byte < pick[2].end_byte:
             return None  # x = x + ...: the value refers to an earlier x
         return pick[1], pick[2]
+
+    def values_of(self, ident: Node) -> list[Node]:
+        """Every value the variable may hold where it is used: its declaration's and the
+        reassignments (``x = ...``) before the use in the same function (``let context = "";
+        try { context = await retrieve(q) } catch { context = "" }``); one value when it is
+        assigned once."""
+        got = self.decls.get(self.f.src(ident))
+        picked = self.resolve(ident)
+        if not got or picked is None:
+            return []
+        scope = self._scope(picked[0])
+        vals = [v for start, d, v in got if start < ident.start_byte and self._scope(d) is not None
+                and scope is not None and self._scope(d).id == scope.id and not (v.start_byte <= ident.start_byte < v.end_byte)]
+        if picked[1] not in vals:
+            vals.append(picked[1])
+        return vals if len(vals) > 1 else [picked[1]]
+
+    @staticmethod
+    def _scope(node: Node) -> Node | None:
+        p = node.parent
+        while p is not None and p.type not in ("function_declaration", "arrow_function", "function_expression",
+                                               "method_definition", "program"):
+            p = p.parent
+        return p
 
     @staticmethod
     def _callee_name(call: Node, src: str) -> str:
@@ -158,6 +272,22 @@ class JsSource:
         return [c for c in a.named_children if c.type != "comment"]
 
     # ----------------------------------------------------------------- string expressions
+
+    def operands(self, node: Node) -> list[Node]:
+        """The operands of a ``+`` chain, left to right, found without recursion (parentheses
+        around a ``+`` are looked through)."""
+        out: list[Node] = []
+        stack = [node]
+        while stack:
+            n = self._unwrap(stack.pop())
+            op = n.child_by_field_name("operator") if n.type == "binary_expression" else None
+            left, right = (n.child_by_field_name("left"), n.child_by_field_name("right")) if op is not None else (None, None)
+            if op is not None and self.f.src(op) == "+" and left is not None and right is not None:
+                stack.append(right)
+                stack.append(left)
+            else:
+                out.append(n)
+        return out
 
     def _unwrap(self, node: Node) -> Node:
         for _ in range(_MAX_DEPTH):
@@ -178,11 +308,11 @@ class JsSource:
         if t == "binary_expression":
             op = node.child_by_field_name("operator")
             if op is not None and self.f.src(op) == "+":
-                return any(self.is_stringish(node.child_by_field_name(k), depth + 1) for k in ("left", "right"))
+                return any(self.is_stringish(o, depth + 1) for o in self.operands(node))
             return False
         if t == "identifier":
-            got = self.resolve(node)
-            return got is not None and self.is_stringish(got[1], depth + 1)
+            vals = self.values_of(node)
+            return bool(vals) and all(self.is_stringish(v, depth + 1) for v in vals)
         if t == "call_expression":
             fn = node.child_by_field_name("function")
             if fn is None:
@@ -200,7 +330,9 @@ class JsSource:
                 if name in _DEDENT_TAGS and args:
                     return self.is_stringish(args[0], depth + 1)
                 if name in self.functions:
-                    return self.is_stringish(self.functions[name], depth + 1)
+                    return self._prompt_returns(name, depth) is not None
+        if t in ("ternary_expression", "conditional_expression"):
+            return any(self.is_stringish(node.child_by_field_name(k), depth + 1) for k in ("consequence", "alternative"))
         return False
 
     def _string(self, node: Node) -> list[Piece]:
@@ -231,22 +363,41 @@ class JsSource:
                     out.append(Piece("static", _unescape(self.f.src(c)), span=self.f.span(c)))
                 elif c.type == "template_substitution":
                     inner = [x for x in c.named_children if x.type != "comment"]
-                    if inner and self.is_stringish(inner[0], depth + 1) and inner[0].type != "identifier":
-                        out += self.pieces(inner[0], depth + 1)  # ${`nested ${x}`} or ${a + "b"}
+                    if inner:  # ${`nested ${x}`}, ${a + "b"}, ${regularPrompt}: followed to what they are
+                        out += self.pieces(inner[0], depth + 1)
                     else:
-                        out.append(self.slot(inner[0] if inner else c))
+                        out.append(self.slot(c))
             return [p for p in out if p.kind != "static" or p.text]
+        if t in ("ternary_expression", "conditional_expression"):
+            cond = node.child_by_field_name("condition")
+            cons, alt = node.child_by_field_name("consequence"), node.child_by_field_name("alternative")
+            if cond is not None and cons is not None and alt is not None and \
+                    (self.is_stringish(cons, depth + 1) or self.is_stringish(alt, depth + 1)):
+                v = self.const_value(cond)
+                if v is not _UNKNOWN:  # `const USE_X = true; ... USE_X ? a : b` renders a
+                    return self.pieces(cons if v else alt, depth + 1)
+                return [Piece("branch", slot=self.slot(cond).slot, span=self.f.span(cond),
+                              branches=(tuple(self.pieces(cons, depth + 1)), tuple(self.pieces(alt, depth + 1))))]
         if t == "binary_expression":
             op = node.child_by_field_name("operator")
-            left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
-            if op is not None and self.f.src(op) == "+" and left is not None and right is not None:
-                return self.pieces(left, depth + 1) + self.pieces(right, depth + 1)
+            if op is not None and self.f.src(op) == "+":
+                out = []
+                for o in self.operands(node):  # a chain of any length is one level
+                    out += self.pieces(o, depth + 1)
+                return out
             return [self.slot(node)]
         if t == "identifier":
             got = self.resolve(node)
-            if got is not None and self.is_stringish(got[1], depth + 1):
+            vals = self.values_of(node)
+            if got is not None and vals and all(self.is_stringish(v, depth + 1) for v in vals):
                 self.consumed.add(got[0].id)
-                return self.pieces(got[1], depth + 1)
+                if len(vals) == 1:
+                    return self.pieces(got[1], depth + 1)
+                # reassigned: the value is one of them
+                return [Piece("branch", span=self.f.span(node), branches=tuple(tuple(self.pieces(v, depth + 1))
+                                                                               for v in vals))]
+            if self.is_constant(node):
+                return [Piece("opaque", span=self.f.span(node))]
             return [self.slot(node)]
         if t == "call_expression":
             fn = node.child_by_field_name("function")
@@ -281,9 +432,13 @@ class JsSource:
                 name = self.f.src(fn)
                 if name in _DEDENT_TAGS and args:
                     return dedent_pieces(self.pieces(args[0], depth + 1))
-                if name in self.functions and self.is_stringish(self.functions[name], depth + 1):
-                    self.consumed.add(self.functions[name].id)
-                    return self.pieces(self.functions[name], depth + 1)
+                rets = self._prompt_returns(name, depth) if name in self.functions else None
+                if rets is not None:
+                    for r in rets:
+                        self.consumed.add(r.id)
+                    return self._returned_pieces(rets, node, depth)
+        if self.is_constant(node):
+            return [Piece("opaque", span=self.f.span(node))]  # fixed when the code is built: stable
         return [self.slot(node)]
 
     def slot(self, node: Node, kind: str = "variable") -> Piece:
@@ -292,9 +447,8 @@ class JsSource:
         probes = [f"{{{{ {' '.join(s.split())} }}}}", s]
         names = list(names_in(s))
         for ident in self._identifiers(node):
-            got = self.resolve(ident)
-            if got is not None:
-                v = self.f.src(got[1])
+            for value in self.values_of(ident):
+                v = self.f.src(value)
                 probes += [f"{{{{ {' '.join(v.split())} }}}}", v]
                 names += names_in(v)
         return Piece("slot", slot=Slot(self.f.span(node), s, kind, tuple(dict.fromkeys(probes)),
@@ -487,6 +641,73 @@ class JsSource:
                 docs.append(Doc(self.path, f"ChatPromptTemplate@{sp.line}", parts, sp))
         return docs
 
+    def n8n_docs(self) -> list[Doc]:
+        """n8n workflows written with n8n's workflow SDK (``@n8n/workflow-sdk``):
+        ``node({type: '@n8n/n8n-nodes-langchain.agent', config: {parameters: {options:
+        {systemMessage: '=...'}}}})``, read as :func:`.workflow.n8n_docs` reads an export: per AI
+        node, its system message, message values and text; a value starting with ``=`` is an
+        expression whose ``{{ ... }}`` are values (``{{ $now }}``)."""
+        from .workflow import _N8N_ROLE, _N8N_SYSTEM_KEYS, _N8N_TYPE, _N8N_USER_KEYS, N8N_AI
+
+        docs = []
+        for call in self.calls:
+            args = self.args(call)
+            if call.type != "call_expression" or not args:
+                continue
+            p = self.props(args[0])
+            typ = self._literal_text(p["type"][1]) if "type" in p else None
+            if not typ or not _N8N_TYPE.match(typ) or not N8N_AI.search(typ):
+                continue
+            config = self.props(p["config"][1]) if "config" in p else p
+            params = self.props(config["parameters"][1]) if "parameters" in config else {}
+            name = self._literal_text(config["name"][1]) if "name" in config else None
+            parts: list[Part] = []
+            opts = self.props(params["options"][1]) if "options" in params else {}
+            for key in _N8N_SYSTEM_KEYS:
+                for holder in (opts, params):
+                    if key in holder and self.is_stringish(holder[key][1]):
+                        parts.append(Part("system", key, self._n8n_text(holder[key][1]), self.f.span(holder[key][1])))
+            msgs = self.props(params["messages"][1]) if "messages" in params else {}
+            for key in ("messageValues", "values"):
+                arr = self._unwrap(msgs[key][1]) if key in msgs else None
+                if arr is None or arr.type != "array":
+                    continue
+                for k, el in enumerate(x for x in arr.named_children if x.type != "comment"):
+                    m = self.props(el)
+                    text = m.get("message") or m.get("content")
+                    if text is None or not self.is_stringish(text[1]):
+                        continue
+                    kind = self._literal_text(m["type"][1]) if "type" in m else \
+                        self._literal_text(m["role"][1]) if "role" in m else ""
+                    parts.append(Part(_N8N_ROLE.get(kind or "", "user"), f"messages.{key}[{k}]",
+                                      self._n8n_text(text[1]), self.f.span(text[1])))
+            for key in _N8N_USER_KEYS:
+                if key in params and self.is_stringish(params[key][1]):
+                    parts.append(Part("user", key, self._n8n_text(params[key][1]), self.f.span(params[key][1])))
+            if parts:
+                parts.sort(key=lambda q: 0 if q.role == "system" else 1)
+                sp = self.f.span(call)
+                docs.append(Doc(self.path, name or f"{typ.rsplit('.', 1)[-1]}@{sp.line}", parts, sp))
+        return docs
+
+    def _literal_text(self, node: Node) -> str | None:
+        node = self._unwrap(node)
+        if node.type == "string":
+            return "".join(p.text for p in self._string(node))
+        if node.type == "template_string" and not any(c.type == "template_substitution" for c in node.named_children):
+            return "".join(p.text for p in self.pieces(node))
+        return None
+
+    def _n8n_text(self, node: Node) -> list[Piece]:
+        """An n8n parameter given as a string: static text, unless it starts with ``=`` (an
+        expression, whose ``{{ ... }}`` are values, each located in the literal)."""
+        self.consumed.add(node.id)  # read here, not again as a prompt-like property
+        ps = self.pieces(node)
+        if not ps or ps[0].kind != "static" or not ps[0].text.startswith("="):
+            return ps
+        ps[0] = Piece("static", ps[0].text[1:], span=ps[0].span)
+        return split_fields([q for q in ps if q.kind != "static" or q.text], self.f.index, self.path, N8N_FIELD)
+
     def parent_is_messages(self, call: Node) -> bool:
         p = call.parent
         return p is not None and p.type == "array"
@@ -544,14 +765,22 @@ class JsSource:
             key = self.f.src(k).strip("'\"`")
             if PROMPT_NAME.search(key) and not self._in_sdk_call(pair) and self._unwrap(v).type != "identifier":
                 cands.append((key, v, pair, v.id))  # `instructions: SYSTEM_PROMPT`: the constant is the prompt
-        for name, ret in self.functions.items():
+        fn_cands = []
+        for name, rets in self.functions.items():
             if PROMPT_NAME.search(name):
-                cands.append((name, ret, ret, ret.id))
+                if len(rets) == 1:
+                    cands.append((name, rets[0], rets[0], rets[0].id))
+                else:
+                    fn_cands.append((name, rets))
         built = []
         for name, value, at, key in cands:
             if key in used or key in self.consumed or not self.is_stringish(value):
                 continue
             built.append((name, value, at, key, self.template_pieces(value)))
+        for name, rets in fn_cands:  # several returns: the alternatives of one prompt
+            if any(r.id in used or r.id in self.consumed for r in rets) or self._prompt_returns(name) is None:
+                continue
+            built.append((name, rets[0], rets[0], rets[0].id, self._returned_pieces(rets, rets[0], 0)))
         docs = []
         counts: dict[str, int] = {}
         for name, value, at, key, pieces in built:
@@ -588,7 +817,7 @@ def parse_javascript(path: str, text: str) -> Parsed:
     issue = src.f.syntax_issue("TypeScript" if parsed.language == "typescript" else "JavaScript")
     if issue is not None:
         parsed.issues.append(issue)
-    docs = src.sdk_docs() + src.langchain_docs()
+    docs = src.sdk_docs() + src.langchain_docs() + src.n8n_docs()
     used = set(src.consumed)
     docs += src.constant_docs(used)
     parsed.docs += docs

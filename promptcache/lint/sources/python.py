@@ -33,7 +33,7 @@ from typing import Iterator
 
 from ..classify import names_in
 from ..model import Doc, Edit, Issue, Parsed, Part, Piece, Slot, Span
-from .base import LineIndex, Occurrences, line_removal, next_content_line, parse_directive
+from .base import ByteColumns, LineIndex, Occurrences, line_removal, next_content_line, parse_directive, split_lines
 from .langchain import langchain_docs
 
 PROMPT_NAME = re.compile(r"(?i)(prompt|system|instruction|template|persona|preamble)")
@@ -54,7 +54,8 @@ class PythonSource:
         self.path = path
         self.text = text
         self.index = LineIndex(text)
-        self.lines = text.splitlines(keepends=True)
+        self.lines = split_lines(text)  # as Python's tokenizer numbers them
+        self.columns = ByteColumns(self.lines)
         self.tree = ast.parse(text)
         self.parent: dict[ast.AST, ast.AST] = {}
         for node in ast.walk(self.tree):
@@ -62,15 +63,26 @@ class PythonSource:
                 self.parent[ch] = node
         self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {
             n.name: n for n in self.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        # methods of the classes in the file, by name (``self.get_prompt()`` is followed to them)
+        self.methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        for c in self.tree.body:
+            if isinstance(c, ast.ClassDef):
+                for n in c.body:
+                    if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        self.methods.setdefault(n.name, n)
+        # `from string import Template` / `import string`: Template("...$name...") is string.Template
+        self.string_template = any(
+            (isinstance(n, ast.ImportFrom) and n.module == "string" and any(a.name == "Template" for a in n.names))
+            for n in self.tree.body)
         self.consumed: set[ast.AST] = set()  # assignments an SDK call used
+        self.consumed_functions: set[ast.AST] = set()  # functions whose returns another prompt used
         self.flows: list[tuple[str, ast.AST, Scope]] = []  # ("tools" | "prompt", node, scope)
         self.issues: list[Issue] = []
 
     # ----------------------------------------------------------------- positions
 
     def _col(self, lineno: int, col_offset: int) -> int:
-        line = self.lines[lineno - 1] if lineno - 1 < len(self.lines) else ""
-        return len(line.encode("utf-8")[:col_offset].decode("utf-8", "replace")) + 1
+        return self.columns.col(lineno - 1, col_offset) + 1
 
     def offset(self, lineno: int, col_offset: int) -> int:
         """Character offset of an AST (line, byte column)."""
@@ -186,7 +198,7 @@ class PythonSource:
         if isinstance(node, ast.JoinedStr):
             return True
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            return self.is_stringish(node.left, scope, depth + 1) or self.is_stringish(node.right, scope, depth + 1)
+            return any(self.is_stringish(o, scope, depth + 1) for o in _operands(node))
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             if node.func.attr in ("format", "strip", "lstrip", "rstrip") and \
                     self.is_stringish(node.func.value, scope, depth + 1):
@@ -198,13 +210,58 @@ class PythonSource:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("dedent", "cleandoc") \
                 and node.args:
             return self.is_stringish(node.args[0], scope, depth + 1)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in self.functions:
-            ret = self._single_return(self.functions[node.func.id])
-            return ret is not None and self.is_stringish(ret, self.functions[node.func.id], depth + 1)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+            return self.is_stringish(node.left, scope, depth + 1)
+        if isinstance(node, ast.IfExp):
+            return self.is_stringish(node.body, scope, depth + 1) or self.is_stringish(node.orelse, scope, depth + 1)
+        if isinstance(node, ast.Call):
+            content = _message_content(node)
+            if content is not None:
+                return self.is_stringish(content, scope, depth + 1)
+            fn = self.callee(node)
+            if fn is not None:
+                rets = self.returns(fn)
+                return bool(rets) and all(self.is_stringish(r, fn, depth + 1) or _is_empty(r) for r in rets) \
+                    and any(self.is_stringish(r, fn, depth + 1) for r in rets)
         if isinstance(node, ast.Name):
             got = self.assignment(node.id, scope, node.lineno)
             return got is not None and self.is_stringish(got[1], self.scope_of(got[0]), depth + 1)
         return False
+
+    def callee(self, call: ast.Call) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        """The function of this file a call runs: ``f(...)`` a module function, ``self.f(...)``
+        or ``cls.f(...)`` a method of a class in the file; else ``None``."""
+        f = call.func
+        if isinstance(f, ast.Name):
+            return self.functions.get(f.id)
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in ("self", "cls"):
+            return self.methods.get(f.attr)
+        return None
+
+    def returns(self, fn: ast.AST) -> list[ast.expr]:
+        """The values a function returns, in order (its own ``return`` statements; a bare
+        ``return`` or ``return None`` is left out)."""
+        return [n.value for n in self._own_nodes(fn) if isinstance(n, ast.Return) and n.value is not None
+                and not (isinstance(n.value, ast.Constant) and n.value.value is None)]
+
+    def constant_value(self, node: ast.AST, scope: Scope, depth: int = 0) -> object:
+        """The value of an expression that is a constant of this file (``True``, a number, a
+        string, or a name assigned only once, at module level, to one), else :data:`_UNKNOWN`."""
+        if depth > _MAX_DEPTH:
+            return _UNKNOWN
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            v = self.constant_value(node.operand, scope, depth + 1)
+            return _UNKNOWN if v is _UNKNOWN else (not v)
+        if isinstance(node, ast.Name):
+            assigned = [n for n in ast.walk(self.tree) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+                        and any(isinstance(t, ast.Name) and t.id == node.id
+                                for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))]
+            if len(assigned) == 1 and self.scope_of(assigned[0]) is self.tree and \
+                    isinstance(assigned[0], (ast.Assign, ast.AnnAssign)) and assigned[0].value is not None:
+                return self.constant_value(assigned[0].value, self.tree, depth + 1)
+        return _UNKNOWN
 
     def pieces(self, node: ast.AST, scope: Scope, depth: int = 0) -> list[Piece]:
         """Static text and slots of a string expression (anything else is one slot)."""
@@ -220,10 +277,20 @@ class PythonSource:
                     if v.value:
                         out.append(Piece("static", v.value, span=self.span(node)))
                 elif isinstance(v, ast.FormattedValue):
-                    out.append(self.slot(v.value, scope, depth))
+                    spec = _spec_text(v.format_spec)
+                    # f"{now:%Y-%m-%d}" formats as now.strftime("%Y-%m-%d") does: what it renders is the spec's
+                    extra = (f"{self.src(v.value)}.strftime({spec!r})",) if spec and "%" in spec else ()
+                    out.append(self.slot(v.value, scope, depth, extra=extra))
             return out
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and self.is_stringish(node.left, scope):
+            return self._percent(node, scope, depth)
+        if isinstance(node, ast.IfExp) and (self.is_stringish(node.body, scope) or self.is_stringish(node.orelse, scope)):
+            return self._choice(node.test, node.body, node.orelse, scope, depth)
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            return self.pieces(node.left, scope, depth + 1) + self.pieces(node.right, scope, depth + 1)
+            out = []
+            for o in _operands(node):  # a chain of any length is one level: each operand keeps its place
+                out += self.pieces(o, scope, depth + 1)
+            return out
         if isinstance(node, ast.Name):
             got = self.assignment(node.id, scope, node.lineno)
             if got is not None and self.is_stringish(got[1], self.scope_of(got[0])):
@@ -254,12 +321,102 @@ class PythonSource:
             fname = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
             if fname in ("dedent", "cleandoc") and node.args:
                 return _dedent(self.pieces(node.args[0], scope, depth + 1), fname == "cleandoc")
-            if isinstance(f, ast.Name) and f.id in self.functions:
-                fn = self.functions[f.id]
-                ret = self._single_return(fn)
-                if ret is not None and self.is_stringish(ret, fn):
-                    return self.pieces(ret, fn, depth + 1)
+            content = _message_content(node)
+            if content is not None and self.is_stringish(content, scope):
+                return self.pieces(content, scope, depth + 1)  # SystemMessage(content=...): its text
+            if fname == "Template" and self.string_template and node.args and \
+                    isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                return self._string_template(node.args[0])
+            fn = self.callee(node)
+            if fn is not None and self.is_stringish(node, scope, depth):
+                rets = self.returns(fn)
+                self.consumed_functions.add(fn)
+                if len(rets) == 1:
+                    return self.pieces(rets[0], fn, depth + 1)
+                # several returns: one alternative each (the prompt is one of them)
+                return [Piece("branch", span=self.span(node),
+                              branches=tuple(tuple(self.pieces(r, fn, depth + 1)) for r in rets))]
         return [self.slot(node, scope, depth)]
+
+    def _choice(self, test: ast.AST, body: ast.AST, orelse: ast.AST, scope: Scope, depth: int) -> list[Piece]:
+        """``a if test else b``: one alternative each; a test that is a constant of the file
+        (``USE_X = True``) renders only its side."""
+        v = self.constant_value(test, scope)
+        if v is not _UNKNOWN:
+            return self.pieces(body if v else orelse, scope, depth + 1)
+        cond = self.slot(test, scope, depth).slot
+        return [Piece("branch", slot=cond, span=self.span(test),
+                      branches=(tuple(self.pieces(body, scope, depth + 1)), tuple(self.pieces(orelse, scope, depth + 1))))]
+
+    def _percent(self, node: ast.BinOp, scope: Scope, depth: int) -> list[Piece]:
+        """``"... %s ..." % value`` / ``% (a, b)`` / ``% {"k": v}``: each conversion is a slot for
+        its value, located at the conversion in the literal and named by the value
+        (``%s (datetime.now())``)."""
+        left = node.left
+        base = left
+        if isinstance(base, ast.Name):
+            got = self.assignment(base.id, scope, base.lineno)
+            if got is not None and isinstance(got[1], ast.Constant) and isinstance(got[1].value, str):
+                self.consumed.add(got[0])
+                base = got[1]
+        if not (isinstance(base, ast.Constant) and isinstance(base.value, str)):
+            return [*self.pieces(left, scope, depth + 1), self.slot(node.right, scope, depth)]
+        right = node.right
+        values = list(right.elts) if isinstance(right, ast.Tuple) else [right]
+        mapping = {k.value: v for k, v in zip(right.keys, right.values)
+                   if isinstance(k, ast.Constant) and isinstance(k.value, str)} if isinstance(right, ast.Dict) else {}
+        a = self.offset(base.lineno, base.col_offset)
+        src = self.text[a:self.offset(base.end_lineno or base.lineno, base.end_col_offset or 0)]
+        occ = Occurrences(src)
+        out: list[Piece] = []
+        pos = 0
+        k = 0
+        text = base.value
+        for m in _PERCENT.finditer(text):
+            if m.group(0) == "%%":
+                occ.find("%%")
+                continue
+            if m.start() > pos:
+                out.append(Piece("static", text[pos:m.start()].replace("%%", "%"), span=self.span(base)))
+            key = m.group("key")
+            arg = mapping.get(key) if key is not None else (values[k] if k < len(values) and not mapping else None)
+            if key is None:
+                k += 1
+            i = occ.find(m.group(0))
+            span = self.index.span(self.path, a + max(i, 0), a + max(i, 0) + len(m.group(0)))
+            if arg is not None:
+                sl = self.slot(arg, scope, depth).slot
+                assert sl is not None
+                out.append(Piece("slot", slot=Slot(span, f"{m.group(0)} ({sl.source})", "variable", sl.probes, sl.names)))
+            else:
+                out.append(Piece("slot", slot=Slot(span, m.group(0), "variable", (m.group(0),), ())))
+            pos = m.end()
+        if pos < len(text):
+            out.append(Piece("static", text[pos:].replace("%%", "%"), span=self.span(base)))
+        return out
+
+    def _string_template(self, lit: ast.Constant) -> list[Piece]:
+        """``string.Template("... $name ... ${name} ...")``: ``$name`` are the values (``$$`` is a
+        dollar sign)."""
+        text = str(lit.value)
+        a = self.offset(lit.lineno, lit.col_offset)
+        src = self.text[a:self.offset(lit.end_lineno or lit.lineno, lit.end_col_offset or 0)]
+        occ = Occurrences(src)
+        out: list[Piece] = []
+        pos = 0
+        for m in _DOLLAR.finditer(text):
+            if m.group(0) == "$$":
+                continue
+            if m.start() > pos:
+                out.append(Piece("static", text[pos:m.start()].replace("$$", "$"), span=self.span(lit)))
+            name = m.group(1) or m.group(2)
+            i = occ.find(m.group(0))
+            span = self.index.span(self.path, a + max(i, 0), a + max(i, 0) + len(m.group(0)))
+            out.append(Piece("slot", slot=Slot(span, m.group(0), "variable", (f"{{{{ {name} }}}}", name), (name,))))
+            pos = m.end()
+        if pos < len(text):
+            out.append(Piece("static", text[pos:].replace("$$", "$"), span=self.span(lit)))
+        return out
 
     def _single_return(self, fn: ast.AST) -> ast.expr | None:
         """The value of a function's only ``return``, or ``None``."""
@@ -317,13 +474,16 @@ class PythonSource:
             span = self.index.span(self.path, src_a + max(i, 0), src_a + max(i, 0) + len(raw) + 1)
             probes = [f"{{{{ {field} }}}}", field]
             names = list(names_in(field))
+            shown = "{" + field + "}"
             if arg is not None:
                 self._flow("prompt", arg, scope)
                 a = self.src(arg)
                 sources = self._name_sources(arg, scope, depth)
                 probes += [f"{{{{ {a} }}}}", a, *sources]
                 names += [*names_in(a), *(n for src in sources for n in names_in(src))]
-            out.append(Piece("slot", slot=Slot(span, "{" + field + "}", "variable", tuple(dict.fromkeys(probes)),
+                if not field or field.isdigit():  # `{}` / `{0}`: the message names the argument that fills it
+                    shown = f"{shown} ({' '.join(a.split())})"
+            out.append(Piece("slot", slot=Slot(span, shown, "variable", tuple(dict.fromkeys(probes)),
                                                tuple(dict.fromkeys(names)))))
         return _dedent(out, dedent == "cleandoc") if dedent else out
 
@@ -538,6 +698,32 @@ class PythonSource:
             docs.append(Doc(self.path, label, [Part(role, label, pieces, self.span(arg))], self.span(call)))
         return sorted(docs, key=lambda d: (d.span.line, d.span.col))
 
+    def function_docs(self) -> list[tuple[ast.AST, Doc]]:
+        """One doc per function or method with a prompt-like name (``build_system_prompt``,
+        ``get_system_message``) whose returns are prompt text (strings, f-strings,
+        ``SystemMessage(content=...)``): several returns are alternatives of one prompt. Each
+        with its function, so one another prompt used can be dropped (:func:`parse_python`)."""
+        out = []
+        fns = [*self.functions.values(), *(m for m in self.methods.values() if m not in self.functions.values())]
+        for fn in fns:
+            if not PROMPT_NAME.search(fn.name) and not re.search(r"(?i)system_?message", fn.name):
+                continue
+            rets = self.returns(fn)
+            texts = [_message_content(r) or r for r in rets]  # type: ignore[arg-type]
+            if not rets or not all(self.is_stringish(t, fn) or _is_empty(t) for t in texts) or \
+                    not any(self.is_stringish(t, fn) for t in texts):
+                continue
+            roles = {_message_role(r) for r in rets} - {None}
+            role = next(iter(roles)) if len(roles) == 1 else \
+                "system" if re.search(r"(?i)system|instruction|persona|preamble", fn.name) else "template"
+            alts = [self.fields(self.pieces(t, fn), t) if isinstance(t, ast.Constant) else self.pieces(t, fn)
+                    for t in texts if not _is_empty(t)]
+            if len(texts) > len(alts):  # a return of "": an alternative that renders nothing
+                alts.append([])
+            pieces = alts[0] if len(alts) == 1 else [Piece("branch", span=self.span(fn), branches=tuple(map(tuple, alts)))]
+            out.append((fn, Doc(self.path, fn.name, [Part(role, fn.name, pieces, self.span(rets[0]))], self.span(fn))))
+        return out
+
     def constant_docs(self) -> list[Doc]:
         """One doc per assignment of a prompt string to a prompt-like name that no SDK call used."""
         docs = []
@@ -557,7 +743,7 @@ class PythonSource:
             name = nm if counts[nm] == 1 else f"{nm}@{n.lineno}"
             role = "system" if re.search(r"(?i)system|instruction|persona|preamble", nm) else "template"
             jinja = isinstance(n.value, ast.Constant) and isinstance(n.value.value, str) and \
-                ("{{" in n.value.value or "{%" in n.value.value)  # a Jinja template kept in a constant
+                is_jinja_text(n.value.value)  # a Jinja template kept in a constant
             pieces = self.template_constant(n.value, "jinja2") if jinja else None
             docs.append(Doc(self.path, name, [Part(role, nm, pieces if pieces is not None else
                                                    self.fields(self.pieces(n.value, scope), n.value),
@@ -607,7 +793,7 @@ class PythonSource:
 
         for kind, root, scope in self.flows:
             for n in ast.walk(root):
-                if isinstance(n, ast.Call) and self._is_json_dumps(n):
+                if isinstance(n, ast.Call) and self._is_json_dumps(n) and not self._holds_no_mapping(n, scope):
                     fix = self._sort_keys_fix(n)
                     if fix is not None:
                         add(Issue("json-key-order", self.span(n.func), self.src(n), {"call": self.src(n.func)}, fix))
@@ -625,6 +811,28 @@ class PythonSource:
                     if is_sort and key is not None and _SCORE.search(self.src(key)):
                         add(Issue("documents-reordered", self.span(n), self.src(n), {"call": self.src(n)}))
         return out
+
+    def _holds_no_mapping(self, call: ast.Call, scope: Scope) -> bool:
+        """Whether ``json.dumps(x)`` dumps a value whose type annotation says it holds no mapping
+        (``steps: list[str]``): it has no keys to order."""
+        if not call.args or not isinstance(call.args[0], ast.Name):
+            return False
+        name = call.args[0].id
+        fn = self.scope_of(call)
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
+        params = [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]
+        ann = next((a.annotation for a in params if a.arg == name), None)
+        if ann is None:
+            return False
+        for n in ast.walk(ann):
+            if isinstance(n, ast.Name) and n.id not in _NO_MAPPING:
+                return False
+            if isinstance(n, ast.Attribute) and n.attr not in _NO_MAPPING:
+                return False
+            if isinstance(n, ast.Constant) and not (n.value is None or isinstance(n.value, str)):
+                return False
+        return True
 
     @staticmethod
     def _is_json_dumps(n: ast.Call) -> bool:
@@ -704,6 +912,78 @@ class PythonSource:
                 (parsed.issues if isinstance(got, Issue) else parsed.directives).append(got)  # type: ignore[arg-type]
 
 
+_UNKNOWN = object()
+#: Type names that hold no mapping (their JSON has no keys to order).
+_NO_MAPPING = frozenset({"str", "int", "float", "bool", "bytes", "list", "List", "tuple", "Tuple", "set", "Set",
+                         "frozenset", "FrozenSet", "Sequence", "Iterable", "Optional", "Union", "Literal", "None",
+                         "typing"})
+#: printf-style conversions of ``%`` formatting: ``%s``, ``%(name)s``, ``%-10.3f``, ``%%``.
+_PERCENT = re.compile(r"%%|%(?:\((?P<key>[^)]*)\))?[#0 +-]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlL]?[diouxXeEfFgGcrsa]")
+_DOLLAR = re.compile(r"\$\$|\$([A-Za-z_]\w*)|\$\{([A-Za-z_]\w*)\}")
+#: LangChain's message classes: their ``content`` is literal text.
+_MESSAGE_CLASSES = {"SystemMessage": "system", "HumanMessage": "user", "AIMessage": "assistant",
+                    "ChatMessage": "user", "ToolMessage": "tool", "FunctionMessage": "tool"}
+
+
+def _message_content(call: ast.Call) -> ast.AST | None:
+    """The ``content`` of ``SystemMessage(content=...)`` / ``HumanMessage("...")``, else ``None``."""
+    if not isinstance(call, ast.Call):
+        return None
+    f = call.func
+    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+    if name not in _MESSAGE_CLASSES:
+        return None
+    kw = next((k.value for k in call.keywords if k.arg == "content"), None)
+    return kw if kw is not None else (call.args[0] if call.args else None)
+
+
+def _message_role(call: ast.AST) -> str | None:
+    if isinstance(call, ast.Call) and _message_content(call) is not None:
+        f = call.func
+        return _MESSAGE_CLASSES[f.attr if isinstance(f, ast.Attribute) else f.id]  # type: ignore[union-attr]
+    return None
+
+
+def _is_empty(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value in ("", None)
+
+
+def _spec_text(spec: ast.AST | None) -> str:
+    """The text of an f-string format spec when it is literal (``%Y-%m-%d``), else ``""``."""
+    if isinstance(spec, ast.JoinedStr) and all(isinstance(v, ast.Constant) for v in spec.values):
+        return "".join(str(v.value) for v in spec.values)  # type: ignore[union-attr]
+    return ""
+
+
+#: A ``str.format`` field (``{history}``): one brace, an identifier, one brace.
+_FORMAT_FIELD = re.compile(r"(?<!\{)\{[A-Za-z_]\w*(?:\.\w+)*\}(?!\})")
+
+
+def is_jinja_text(text: str) -> bool:
+    """Whether a prompt constant is a Jinja template: it has ``{%`` statements, or ``{{ }}``
+    and no ``str.format`` fields. A text with ``{field}`` fields is a format string (LangChain's
+    f-string templates), whose ``{{`` and ``}}`` are escaped braces (``TOOL CALL: {{"tool":
+    ...}}``)."""
+    if "{%" in text:
+        return True
+    return "{{" in text and not _FORMAT_FIELD.search(text)
+
+
+def _operands(node: ast.BinOp) -> list[ast.AST]:
+    """The operands of a ``+`` chain (``a + b + c`` parses as ``(a + b) + c``), left to right,
+    found without recursion."""
+    out: list[ast.AST] = []
+    stack: list[ast.AST] = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add):
+            stack.append(n.right)
+            stack.append(n.left)
+        else:
+            out.append(n)
+    return out
+
+
 def _dedent(pieces: list[Piece], clean: bool) -> list[Piece]:
     """``textwrap.dedent`` (or ``inspect.cleandoc``) applied to the static text around slots."""
     marks = []
@@ -747,7 +1027,9 @@ def parse_python(path: str, text: str) -> Parsed:
     parsed.docs += src.sdk_docs()
     parsed.docs += langchain_docs(src)
     parsed.docs += src.template_docs()
+    functions = src.function_docs()
     parsed.docs += src.constant_docs()
+    parsed.docs += [d for fn, d in functions if fn not in src.consumed_functions]
     parsed.issues += src.code_checks()
     src.directives(parsed)
     return parsed

@@ -17,7 +17,7 @@ from jinja2 import nodes
 
 from ..classify import names_in
 from ..model import Piece, Slot, Span
-from .base import Locator
+from .base import LINE_BREAK, Locator
 
 _ENV = jinja2.Environment()
 
@@ -137,8 +137,91 @@ def _find_close(text: str, pos: int, close: str) -> int:
         i = m.end()
 
 
+def _jinja_error_at(text: str, line: int) -> int:
+    """Offset of the place Jinja's error names: the first tag on its line (Jinja gives the
+    line, not the column), else the line's start."""
+    starts = [0] + [m.end() for m in LINE_BREAK.finditer(text)]
+    a = starts[min(max(line, 1), len(starts)) - 1]
+    b = starts[line] if line < len(starts) else len(text)
+    m = _OPEN.search(text, a, b)
+    return m.start() if m else a
+
+
+#: Filters that keep a block set's text as it is, or only trim it.
+_KEEP_FILTERS = frozenset({"trim", "safe", "string", "e", "escape", "indent"})
+
+
+def _resolve_jinja(expr: str, blocks: dict[str, list[Piece]], bindings: dict[str, str],
+                   depth: int = 0) -> list[Piece] | None:
+    """What ``{{ expr }}`` renders when it is made only of text the template itself defines:
+    ``{% set X %}...{% endset %}`` blocks, ``{% set Y = A + B %}`` of them, string constants,
+    joined with ``+`` or ``~``, through ``trim``-like filters. ``None`` when any part is a value
+    from outside (then the expression is a slot)."""
+    if depth > 16:
+        return None
+    try:
+        tree = _ENV.parse(f"{{{{ {expr} }}}}")
+    except jinja2.TemplateSyntaxError:
+        return None
+    out = tree.body[0] if tree.body else None
+    if not isinstance(out, nodes.Output) or len(out.nodes) != 1:
+        return None
+
+    def walk(n: nodes.Node, d: int) -> list[Piece] | None:
+        if d > 64:
+            return None
+        if isinstance(n, nodes.Const) and isinstance(n.value, str):
+            return [Piece("static", n.value)] if n.value else []
+        if isinstance(n, nodes.Name):
+            if n.name in blocks:
+                return list(blocks[n.name])
+            if n.name in bindings:
+                return _resolve_jinja(bindings[n.name], blocks, bindings, depth + 1)
+            return None
+        if isinstance(n, (nodes.Add, nodes.Concat)):
+            parts = [n.left, n.right] if isinstance(n, nodes.Add) else list(n.nodes)
+            acc: list[Piece] = []
+            for q in parts:
+                got = walk(q, d + 1)
+                if got is None:
+                    return None
+                acc += got
+            return acc
+        if isinstance(n, nodes.Filter) and n.name in _KEEP_FILTERS and n.node is not None:
+            got = walk(n.node, d + 1)
+            if got is not None and n.name == "trim":
+                got = _trim_pieces(got)
+            return got
+        return None
+
+    return walk(out.nodes[0], 0)
+
+
+def _trim_pieces(pieces: list[Piece]) -> list[Piece]:
+    out = list(pieces)
+    if out and out[0].kind == "static":
+        out[0] = Piece("static", out[0].text.lstrip(), span=out[0].span)
+    if out and out[-1].kind == "static":
+        out[-1] = Piece("static", out[-1].text.rstrip(), span=out[-1].span)
+    return [p for p in out if p.kind != "static" or p.text]
+
+
+def _loop_targets(rest: str) -> tuple[list[str], str]:
+    """``for a, b in expr`` → (``["a", "b"]``, ``expr``)."""
+    m = re.match(r"\s*\(?\s*([\w\s,]+?)\s*\)?\s+in\s+(.*)$", rest, re.S)
+    if not m:
+        return [], rest
+    it = re.split(r"\s+(?:if|recursive)\b", m.group(2), maxsplit=1)[0]
+    return [t.strip() for t in m.group(1).split(",") if t.strip()], it.strip()
+
+
 def scan_jinja(text: str, locate: Locator, *, keep_trailing_newline: bool = False) -> Scan:
     """Scan a Jinja2 template.
+
+    ``{% set X %}...{% endset %}`` renders nothing where it stands: its body is kept and
+    rendered where ``{{ X }}`` uses it (also through ``{% set Y = X + Z %}``), as Jinja does. A
+    loop's variables stand for its iterable (``{% for p in plugins %}...{{ p.name }}``: the
+    names read are ``p.name`` and ``plugins``).
 
     Args:
         text: the template.
@@ -146,22 +229,25 @@ def scan_jinja(text: str, locate: Locator, *, keep_trailing_newline: bool = Fals
         keep_trailing_newline: Jinja's option (default off: one trailing newline is dropped).
 
     Returns:
-        The :class:`Scan`. A syntax error (Jinja's parser) sets ``error`` and still returns
-        what was scanned.
+        The :class:`Scan`. A syntax error sets ``error`` at the place it is (an unclosed tag or
+        block at its opening; else the first tag on the line Jinja's parser names) and still
+        returns what was scanned.
     """
     out = Scan()
+    jinja_error: tuple[int, str] | None = None
     try:
         _ENV.parse(text)
     except jinja2.TemplateSyntaxError as e:
-        line = max(1, e.lineno or 1)
-        starts = [0] + [m.end() for m in re.finditer(r"\n", text)]
-        out.error = (starts[min(line, len(starts)) - 1], e.message or "syntax error")
+        jinja_error = (_jinja_error_at(text, e.lineno or 1), e.message or "syntax error")
     bindings: dict[str, str] = {}
+    block_sets: dict[str, list[Piece]] = {}
     pending_strip = False  # the previous tag ended with '-': strip leading whitespace
     macro_depth = 0
     pos = 0
     tree = _Branches()
-    blocks: list[str] = []  # open block statements other than `if` (for, with, filter...)
+    captures: list[tuple[str, _Branches]] = []  # open block sets: (name, the tree they interrupted)
+    blocks: list[tuple[str, int, str]] = []  # open block statements: (word, offset, tag)
+    scan_error: tuple[int, str] | None = None
 
     def data(s: int, e: int, rstrip: bool = False) -> None:
         nonlocal pending_strip
@@ -184,8 +270,7 @@ def scan_jinja(text: str, locate: Locator, *, keep_trailing_newline: bool = Fals
         strip_before = text.startswith("-", inner_start)
         close = _find_close(text, inner_start, _CLOSE[opener])
         if close < 0:
-            if out.error is None:
-                out.error = (m.start(), f"unclosed `{opener}`")
+            scan_error = scan_error or (m.start(), f"`{opener}` is never closed")
             data(pos, len(text))
             break
         data(pos, m.start(), rstrip=strip_before)
@@ -199,9 +284,13 @@ def scan_jinja(text: str, locate: Locator, *, keep_trailing_newline: bool = Fals
             out.comments.append(Comment(body, m.start(), end))
         elif opener == "{{":
             if macro_depth == 0:
-                tree.cur.append(Piece("slot", slot=Slot(locate(m.start(), end, raw), raw, "variable",
-                                                        _probes(body.strip(), bindings),
-                                                        _names(body.strip(), bindings))))
+                expr = body.strip()
+                got = _resolve_jinja(expr, block_sets, bindings) if (block_sets or bindings) else None
+                if got is not None:  # text the template defines itself ({% set X %}...{% endset %})
+                    tree.cur.extend(got)
+                else:
+                    tree.cur.append(Piece("slot", slot=Slot(locate(m.start(), end, raw), raw, "variable",
+                                                            _probes(expr, bindings), _names(expr, bindings))))
         else:
             sm = _STMT.match(body)
             word = sm.group(1) if sm else ""
@@ -213,42 +302,73 @@ def scan_jinja(text: str, locate: Locator, *, keep_trailing_newline: bool = Fals
                 data(end, stop)
                 pos = r.end() if r else len(text)
                 continue
-            if word == "set" and "=" in rest:
+            if word == "set" and "=" in rest and not rest.split("=", 1)[0].strip().endswith(("!", "<", ">")):
                 name, _, expr = rest.partition("=")
                 for n in name.split(","):
                     bindings[n.strip()] = expr.strip()
+            elif word == "set":  # a block set: {% set X %}...{% endset %} renders where X is used
+                name = re.split(r"[\s|]", rest, maxsplit=1)[0] if rest else ""
+                blocks.append(("set", m.start(), raw))
+                captures.append((name, tree))
+                tree = _Branches()
+            elif word == "endset" and blocks and blocks[-1][0] == "set":
+                blocks.pop()
+                name, outer = captures.pop()
+                block_sets[name] = tree.finish()
+                bindings.pop(name, None)
+                tree = outer
             elif word == "macro":
                 macro_depth += 1
+                blocks.append(("macro", m.start(), raw))
             elif word == "endmacro":
                 macro_depth = max(0, macro_depth - 1)
+                if blocks and blocks[-1][0] == "macro":
+                    blocks.pop()
             elif macro_depth > 0:
                 pass
             elif word == "if":
-                blocks.append("if")
+                blocks.append(("if", m.start(), raw))
                 tree.open("if", Slot(locate(m.start(), end, raw), raw, "block", (raw, rest), _names(rest, bindings)))
             elif word == "elif":
                 tree.alternative(Slot(locate(m.start(), end, raw), raw, "block", (raw, rest), _names(rest, bindings)))
-            elif word == "else" and blocks and blocks[-1] in ("if", "for"):
+            elif word == "else" and blocks and blocks[-1][0] in ("if", "for"):
                 tree.alternative()
-            elif word in ("endif", "endfor") and blocks and blocks[-1] == word[3:]:
+            elif word in ("endif", "endfor") and blocks and blocks[-1][0] == word[3:]:
                 blocks.pop()
                 tree.close()
             elif word == "for":
-                blocks.append("for")
-                it = rest.split(" in ", 1)[1] if " in " in rest else rest
+                blocks.append(("for", m.start(), raw))
+                targets, it = _loop_targets(rest)
                 tree.open("for", Slot(locate(m.start(), end, raw), raw, "block", (raw, rest), _names(it, bindings)),
                           loop=True)
-            elif word in ("include", "extends", "import", "from", "call", "filter", "with", "set"):
-                # a block whose output varies (a `set` here is a block set: {% set x %}...{% endset %})
-                if word in ("call", "filter", "with", "set"):
-                    blocks.append(word)
+                for t in targets:  # the loop's variables stand for its items
+                    bindings[t] = it
+            elif word in ("include", "extends", "import", "from", "call", "filter", "with"):
+                # a block whose output varies
+                if word in ("call", "filter", "with"):
+                    blocks.append((word, m.start(), raw))
                 names = _names(rest, bindings) if word not in ("include", "extends", "import", "from") else ()
                 tree.cur.append(Piece("slot", slot=Slot(locate(m.start(), end, raw), raw, "block",
                                                         (raw, rest), names)))
-            elif word.startswith("end") and blocks and blocks[-1] == word[3:]:
+            elif word.startswith("end") and blocks and blocks[-1][0] == word[3:]:
                 blocks.pop()
         pending_strip = strip_after
         pos = end
+    while captures:  # an unclosed block set: what it held is not rendered where it stands
+        name, outer = captures.pop()
+        block_sets[name] = tree.finish()
+        tree = outer
+    if blocks and scan_error is None:
+        word, at, tag = blocks[-1]
+        scan_error = (at, f"`{' '.join(tag.split())[:60]}` is never closed")
+    if jinja_error is not None:
+        # the scanner's place is exact for what it sees (an unclosed tag or block); Jinja's
+        # parser sees everything else (an unknown tag, a bad expression) and names the line
+        unclosed = scan_error is not None and ("end of template" in jinja_error[1] or "never closed" in scan_error[1])
+        out.error = (scan_error[0], f"{scan_error[1]} (Jinja: {jinja_error[1]})") if unclosed and scan_error \
+            else jinja_error
+    else:
+        out.error = scan_error
     pieces = tree.finish()
     if not keep_trailing_newline and pieces and pieces[-1].kind == "static" and pieces[-1].text.endswith("\n"):
         last = pieces[-1]
@@ -281,6 +401,7 @@ def scan_mustache(text: str, locate: Locator) -> Scan:
     out = Scan()
     tree = _Branches()
     stack: list[tuple[str, int, bool]] = []  # (name, offset, is a conditional)
+    scopes: list[str] = []  # per open section: the object {{#with x}} / {{#each x}} makes the context, or ""
     pos = 0
     strip_next = False
     while True:
@@ -342,14 +463,20 @@ def scan_mustache(text: str, locate: Locator) -> Scan:
             else:
                 if stack.pop()[2]:
                     tree.close()
+                if scopes:
+                    scopes.pop()
         elif sigil in ("#", "^"):
             words = body.split()
             name = words[0] if words else ""
             probes = [raw, body] + [f"{{{{ {w} }}}}" for w in _IDENT.findall(" ".join(words[1:]))]
             slot = Slot(span, raw, "block", tuple(probes), names_in(body))
-            cond = sigil == "^" or name in ("if", "unless") or (len(words) == 1 and name not in _LOOP_HELPERS)
+            # {{#with x}} / {{#let}} render their body once, when x is set: a conditional, not a loop
+            cond = sigil == "^" or name in ("if", "unless", "with", "let") or \
+                (len(words) == 1 and name not in _LOOP_HELPERS)
             stack.append((name, m.start(), True))
-            tree.open(name, slot, loop=not cond)  # {{#each}}, {{#with}}: a loop over the body
+            tree.open(name, slot, loop=not cond)  # {{#each}}: a loop over the body
+            # inside {{#with x}} / {{#each x}}, a bare name is a field of x ({{name}} is x.name)
+            scopes.append(words[1] if name in ("with", "each") and len(words) > 1 else "")
         elif sigil == "else" or (sigil == "^" and not body):
             rest = body[4:].strip() if body.startswith("else") else body
             if stack and stack[-1][2]:
@@ -363,9 +490,15 @@ def scan_mustache(text: str, locate: Locator) -> Scan:
             if len(words) > 1:
                 probes += [f"{{{{ {w} }}}}" for w in _IDENT.findall(" ".join(words[1:]))]
             partial = sigil == ">"
+            names = names_in(body)
+            scope = next((x for x in reversed(scopes) if x), "")
+            if scope:  # the names read from the object in scope, and the object's
+                names = tuple(dict.fromkeys([*(f"{scope}.{n}" if not n.startswith(("this", "@", ".")) else n
+                                               for n in names), scope]))
+                if len(words) == 1 and not body.startswith(("this", "@", ".")):
+                    probes = [f"{{{{ {scope}.{body} }}}}", f"{scope}.{body}"]
             tree.cur.append(Piece("slot", slot=Slot(span, raw, "block" if partial else "variable",
-                                                    tuple(dict.fromkeys(probes)),
-                                                    () if partial else names_in(body))))
+                                                    tuple(dict.fromkeys(probes)), () if partial else names)))
         pos = end
     if stack and out.error is None:
         name, at, _ = stack[-1]
@@ -386,20 +519,39 @@ _PLACEHOLDER = re.compile(
     r"|(?<!\{)\{(?P<fmt>[A-Za-z_]\w*(?:\.\w+|\[[^\]{}]*\])*)(?:![rsa])?(?::[^{}\n]*)?\}(?!\})", re.S)
 
 
-def scan_placeholders(text: str, locate: Locator) -> Scan:
+#: Claude Code's file references in commands and agents (``@package.json``, ``@src/app.ts``,
+#: ``@docs/``): a path with an extension or a slash, not a mention (``@raphtlw``), an e-mail
+#: address or a decorator call.
+_FILE_REF = re.compile(r"(?<![\w@`/.])@(?P<path>(?:\.{1,2}/|~/)?[\w.-]*(?:/[\w.-]+)*\.[A-Za-z0-9]{1,10}"
+                       r"|(?:\.{1,2}/|~/)?[\w.-]+/(?:[\w.-]+/?)*)(?![\w(/])")
+_FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n.*?^[ \t]*\1[ \t]*$", re.M | re.S)
+
+
+def scan_placeholders(text: str, locate: Locator, *, file_refs: bool = False) -> Scan:
     """Scan plain text for placeholders (``{{ x }}`` (also Semantic Kernel's ``{{$x}}`` and
     Dify's ``{{#node.x#}}``), ``${x}`` (also VS Code's ``${input:x}``), ``{x}``, Claude Code's
-    ``$ARGUMENTS`` / ``$1`` and ``!`command` ``); everything else is static, comments included
-    (plain text has none that stay out of the prompt)."""
+    ``$ARGUMENTS`` / ``$1`` and ``!`command` ``; with ``file_refs``, its ``@path`` file
+    references outside code fences, which put the file's content in the prompt as ``!`cat
+    path` `` would); everything else is static, comments included (plain text has none that
+    stay out of the prompt)."""
     out = Scan()
     pos = 0
-    for m in _PLACEHOLDER.finditer(text):
+    found = list(_PLACEHOLDER.finditer(text))
+    if file_refs and "@" in text:
+        fences = [(f.start(), f.end()) for f in _FENCE.finditer(text)]
+        taken = [(m.start(), m.end()) for m in found]
+        refs = [r for r in _FILE_REF.finditer(text)
+                if not any(a <= r.start() < b for a, b in fences) and not any(a <= r.start() < b for a, b in taken)]
+        found = sorted(found + refs, key=lambda m: m.start())
+    for m in found:
         if m.start() > pos:
             out.pieces.append(Piece("static", text[pos:m.start()], span=locate(pos, m.start(), text[pos:m.start()])))
-        expr = (m.group("dbl") if m.group("dbl") is not None else
-                m.group("dollar") or m.group("fmt") or m.group("arg") or "").strip()
+        expr = "" if m.re is _FILE_REF else (m.group("dbl") if m.group("dbl") is not None else
+                                               m.group("dollar") or m.group("fmt") or m.group("arg") or "").strip()
         raw = m.group(0)
-        if m.group("bang"):  # Claude Code commands: !`git status` runs when the command is used
+        if m.re is _FILE_REF:  # @file: the file's content, read when the command runs
+            probes, names = (raw, f"!`cat {m.group('path')}`"), ()
+        elif m.group("bang"):  # Claude Code commands: !`git status` runs when the command is used
             probes, names = (raw, m.group("bang")[2:-1]), ()
         else:
             probes, names = (_probes(expr, {}) if expr else (raw,)), names_in(expr.replace(":", " "))
@@ -432,7 +584,7 @@ _GO_STR = re.compile(r'"(?:[^"\\\n]|\\.)*"|`[^`]*`|\'(?:[^\'\\\n]|\\.)*\'')
 #: conditional; that open a block rendering its body (loops), close one; whose body is not
 #: rendered (``define``, ``capture``, ``comment``); and that bind a variable.
 _DIALECT = {
-    "go": {"if": ("if",), "alt": ("else",), "endif": (), "loop": ("range", "with", "block"), "end": ("end",),
+    "go": {"if": ("if", "with"), "alt": ("else",), "endif": (), "loop": ("range", "block"), "end": ("end",),
            "hidden": ("define",), "bind": ()},
     "liquid": {"if": ("if", "unless", "case"), "alt": ("elsif", "else", "when"),
                "endif": ("endif", "endunless", "endcase"), "loop": ("for", "tablerow"),
@@ -454,6 +606,7 @@ def scan_tags(text: str, locate: Locator, dialect: str) -> Scan:
     out = Scan()
     tree = _Branches()
     stack: list[str] = []  # open statements: "if", "loop", "hidden"
+    opened: list[tuple[int, str]] = []  # where each open statement is, and its tag
     bindings: dict[str, str] = {}
     hidden = 0
     pending_strip = False
@@ -516,6 +669,7 @@ def scan_tags(text: str, locate: Locator, dialect: str) -> Scan:
             continue
         elif (is_stmt or dialect == "go") and word in d["if"]:
             stack.append("if")
+            opened.append((m.start(), raw))
             tree.open(word, Slot(span, raw, "block", (raw, rest), _names(rest, bindings)))
         elif (is_stmt or dialect == "go") and word in d["alt"] and stack and stack[-1] in ("if", "loop"):
             cond = rest[3:] if rest.startswith("if ") else rest
@@ -526,19 +680,25 @@ def scan_tags(text: str, locate: Locator, dialect: str) -> Scan:
         elif (is_stmt or dialect == "go") and (word in d["endif"] or (word in d["end"] and stack and stack[-1] == "if")):
             if stack:
                 stack.pop()
+                opened.pop()
             tree.close()
         elif (is_stmt or dialect == "go") and word in d["hidden"]:
             stack.append("hidden")
+            opened.append((m.start(), raw))
             hidden += 1
             if word == "capture":
                 bindings[rest.strip()] = ""
         elif (is_stmt or dialect == "go") and word in d["loop"]:
             stack.append("loop")
+            opened.append((m.start(), raw))
             it = rest.split(" in ", 1)[1] if " in " in rest else rest.split(":=", 1)[-1]
+            if dialect == "liquid" and " in " in rest:  # the loop's variable stands for its items
+                bindings[rest.split(" in ", 1)[0].strip()] = it.split()[0] if it.split() else it
             tree.open(word, Slot(span, raw, "block", (raw, rest), _names(it, bindings)), loop=True)
         elif (is_stmt or dialect == "go") and word in d["end"]:
             if stack:
                 top = stack.pop()
+                opened.pop()
                 if top == "hidden":
                     hidden = max(0, hidden - 1)
                 elif top in ("if", "loop"):
@@ -565,6 +725,7 @@ def scan_tags(text: str, locate: Locator, dialect: str) -> Scan:
         pending_strip = strip_after
         pos = end
     if stack and out.error is None:
-        out.error = (len(text) - 1 if text else 0, f"`{stack[-1]}` block is never closed")
+        at, tag = opened[-1]
+        out.error = (at, f"`{' '.join(tag.split())[:60]}` is never closed")
     out.pieces = [p for p in tree.finish() if p.kind != "static" or p.text]
     return out

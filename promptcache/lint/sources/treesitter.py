@@ -10,12 +10,13 @@ offline). Nothing is executed: tree-sitter only parses.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from functools import lru_cache
 from typing import Any, Callable, Iterator
 
 from ..classify import names_in
 from ..model import Directive, Issue, Parsed, Piece, Slot, Span
-from .base import LineIndex, Occurrences, line_removal, next_content_line, parse_directive
+from .base import ByteColumns, LineIndex, Occurrences, line_removal, next_content_line, parse_directive, split_lines
 
 Node = Any  # tree_sitter.Node
 
@@ -50,26 +51,27 @@ class TSFile:
         self.text = text
         self.data = text.encode("utf-8", "surrogatepass")
         self.index = LineIndex(text)
-        self.blines = self.data.split(b"\n")
+        self.columns = ByteColumns(split_lines(text))
+        # byte offset of each line's start, lines broken as LineIndex breaks them (a lone CR
+        # too, which tree-sitter's rows do not count)
+        self.bstarts = [0] + [m.end() for m in re.finditer(rb"\r\n|\r|\n", self.data)]
         self.tree = parser(grammar).parse(self.data)
         self.root = self.tree.root_node
 
-    def char_pos(self, point: tuple[int, int]) -> tuple[int, int]:
-        """(1-based line, 1-based column in characters) of a tree-sitter (row, byte column)."""
-        row, bcol = point
-        line = self.blines[row] if row < len(self.blines) else b""
-        return row + 1, len(line[:bcol].decode("utf-8", "replace")) + 1
+    def char_offset(self, byte: int) -> int:
+        """Character offset in the text of a byte offset in its UTF-8."""
+        if len(self.data) == len(self.text):
+            return byte
+        row = bisect_right(self.bstarts, byte) - 1
+        return self.index.starts[row] + self.columns.col(row, byte - self.bstarts[row])
 
     def span(self, node: Node) -> Span:
         """The span of a node."""
-        l1, c1 = self.char_pos(node.start_point)
-        l2, c2 = self.char_pos(node.end_point)
-        return Span(self.path, l1, c1, l2, c2)
+        return self.index.span(self.path, self.char_offset(node.start_byte), self.char_offset(node.end_byte))
 
     def offset(self, node: Node) -> int:
         """Character offset of a node's start."""
-        line, col = self.char_pos(node.start_point)
-        return self.index.offset(line, col)
+        return self.char_offset(node.start_byte)
 
     def src(self, node: Node) -> str:
         """The source text of a node."""
@@ -121,6 +123,8 @@ class TSFile:
 #: (Mustache), ``{{$name}}``: an identifier right after the brace, so JSON examples are text.
 FSTRING_FIELD = re.compile(r"(?<!\{)\{([A-Za-z_][\w.]*)\}(?!\})")
 MUSTACHE_FIELD = re.compile(r"\{\{\{?\s*([#^/]?[$A-Za-z_][\w.$ ]*?)\s*\}?\}\}")
+#: n8n expressions: ``{{ $now }}``, ``{{ $json.x }}``, ``{{ $('Node').item.json.x }}``.
+N8N_FIELD = re.compile(r"\{\{(.*?)\}\}", re.S)
 
 
 def split_fields(pieces: list[Piece], index: LineIndex, path: str,

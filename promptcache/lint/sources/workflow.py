@@ -22,6 +22,8 @@ from .base import Locator
 from .templating import Scan, scan_jinja, scan_placeholders
 
 _N8N_TYPE = re.compile(r"^(?:n8n-nodes-|@n8n/)")
+#: n8n node types that send a prompt to a model.
+N8N_AI = re.compile(r"(?i)langchain|openai|anthropic|gemini|mistral|ollama|groq|perplexity")
 _N8N_SYSTEM_KEYS = ("systemMessage", "system", "systemPrompt", "instructions")
 _N8N_USER_KEYS = ("text", "prompt", "message", "userMessage", "chatInput")
 _N8N_ROLE = {"SystemMessagePromptTemplate": "system", "AIMessagePromptTemplate": "assistant",
@@ -31,9 +33,11 @@ _FLOWISE_KEYS = (("systemMessagePrompt", "system"), ("systemMessage", "system"),
 
 
 def _get(node: Node | None, key: str) -> Node | None:
+    """The value of ``key`` in a mapping node (the last, when the key is duplicated, as JSON
+    parsers take it), else ``None``."""
     if not isinstance(node, MappingNode):
         return None
-    for k, v in node.value:
+    for k, v in reversed(node.value):
         if isinstance(k, ScalarNode) and k.value == key:
             return v
     return None
@@ -109,7 +113,7 @@ def n8n_docs(ctx, root: Node) -> list[Doc]:
         params = _get(n, "parameters")
         if not isinstance(params, MappingNode) or not _N8N_TYPE.match(typ):
             continue
-        if not re.search(r"(?i)langchain|openai|anthropic|gemini|mistral|ollama|groq|perplexity", typ):
+        if not N8N_AI.search(typ):
             continue
         name = _str(_get(n, "name")) or typ
         parts: list[Part] = []
