@@ -256,6 +256,9 @@ class _Pipeline:
         self.tok_cache: dict[tuple[str | None, str | None], Tokenizer | None] = {}
         self.rules: dict[tuple[str, str | None, str | None], CacheRules] = {}
         self.ns_rules: dict[str, CacheRules] = {}
+        self.ns_labels: dict[str, str] = {}
+        self.ideal_tokenizers: dict[str, str] = {}  # model -> the tokenizer of its first ideal cache
+        self.tokenizer_first: dict[str, int] = {}  # tokenizer -> index of the first request it counted
         self.sim = Simulator()
         self.router = Router(self.providers)
         self.overlay = None
@@ -403,6 +406,15 @@ class _Pipeline:
 _SELECTING: set[str] = set()
 
 
+def ideal_key(req: Request, ctx: Context | None, prompt: Prompt) -> tuple[str, str]:
+    """The ideal cache a request's prompt is looked up in: its model, and what makes its units
+    comparable with other prompts' (the tokenizer's name; a hashed trace's block size). Requests
+    of one model share one ideal cache whatever upstream or rules file serves them (a router's
+    switch between upstreams is a gap to the ideal, never a second ideal); two tokenizers'
+    ids cannot share a tree (:meth:`_Pipeline.warn` says so where one model gets two)."""
+    return (req.model or "-", ctx.tokenizer.name if ctx is not None else f"blocks:{prompt.unit_tokens}")
+
+
 def _divergence(prompt: Prompt, ctx: Context | None, at: int) -> Divergence:
     """Where token ``at`` falls: segment path, character offset inside the part, token index."""
     if ctx is None or not prompt.segments:
@@ -432,8 +444,10 @@ def _stretches(pipe: _Pipeline, book: PriceBook, top: int) -> list[PrefixStretch
     tokens × reuses are its ``top`` by money: only those are priced and named.
     """
     found: list[PrefixStretch] = []
-    for (pid, model), ic in pipe.sim.ideal.items():
+    for (model, _), ic in pipe.sim.ideal.items():
         tree = ic.tree
+        # priced (and named) by the rules of the namespace its first request was served in
+        pid = pipe.ns_rules[next(iter(ic.namespaces))].provider
         pf = pipe.providers.get(pid)
         rates = book.rates(pid if pf and pf.kind == "provider" else None, model if model != "-" else None)
         delta = None
@@ -599,24 +613,38 @@ class Pipeline:
                     progress(done)
 
     def partition_of(self, req: Request, n: int) -> int:
-        """The partition (of ``n``) of a request: a stable hash of its ideal cache namespace
-        (provider rules and model), so every cache, ideal and simulated, lives in one partition."""
-        pf = self.state.provider_for(req)
-        return zlib.crc32(f"{pf.id}/{req.model or '-'}".encode()) % n
+        """The partition (of ``n``) of a request: a stable hash of its model, which every cache
+        it touches is keyed by (its ideal cache holds the model's traffic whatever upstream or
+        rules file serves it; each simulated namespace is one model's), so every cache, ideal
+        and simulated, lives in one partition."""
+        return zlib.crc32((req.model or "-").encode()) % n
 
     def _simulate(self, req: Request, pf: ProviderFile, ctx: Context | None, prompt: Prompt) -> Step:
         pipe = self.state
         rules = pipe.rules_for(pf, req)
         model = req.model or "-"
         ns = pipe.namespace(pipe.route_for(req), pf, req, rules)
-        pipe.ns_rules.setdefault(ns, rules)
+        got = pipe.ns_rules.get(ns)
+        if got is None:
+            pipe.ns_rules[ns] = rules
+            pipe.ns_labels[ns] = ns
+        ns = pipe.ns_labels[ns]  # one string per namespace: every request's reference shares it
         idx = pipe.index
         pipe.index += 1
         paths = prompt.seg_paths if prompt.seg_paths is not None else tuple(s.path for s in prompt.segments)
         ref = RequestRef(idx, req.id, req.source.line, req.source.path, array("I", prompt.seg_ends), pipe.shape(paths))
+        key = ideal_key(req, ctx, prompt)
+        if key not in pipe.sim.ideal:
+            pipe.tokenizer_first.setdefault(key[1], idx)
+            first = pipe.ideal_tokenizers.setdefault(key[0], key[1])
+            if first != key[1]:
+                pipe.warn(f"model {model!r} is tokenized two ways ({first}, {key[1]}: the rules files of its "
+                          "upstreams name different tokenizers): requests tokenized one way share no ideal cache "
+                          "with the others, so a switch between them is not counted as lost (--tokenizer counts "
+                          "them all one way)")
         cached, write, write_1h, shared, reason, other, flags = pipe.sim.step(
-            ref=ref, prompt=prompt, rules=rules, namespace=ns, ideal_key=(pf.id, model), now=req.arrival)
-        ic = pipe.sim.ideal[(pf.id, model)]
+            ref=ref, prompt=prompt, rules=rules, namespace=ns, ideal_key=key, now=req.arrival)
+        ic = pipe.sim.ideal[key]
         div = _divergence(prompt, ctx, shared) if shared < prompt.n_tokens and ic.requests > 1 else None
         if req.arrival is not None:
             self.first_t = req.arrival if self.first_t is None else min(self.first_t, req.arrival)
@@ -629,11 +657,9 @@ class Pipeline:
 
     def finish(self, outcomes: Sequence[Outcome]) -> None:
         """Fill the oracle writes of the ideal scenario once the stream has ended."""
-        sim = self.state.sim
-        for idx, units in sim.ideal_writes().items():
+        for idx, tokens in self.state.sim.ideal_writes().items():
             o = outcomes[idx]
-            ut = sim.ideal[(o.provider, o.model or "-")].unit_tokens
-            o.ideal_write_tokens = min(units * ut, o.prompt_tokens - o.shared_prefix_tokens)
+            o.ideal_write_tokens = min(tokens, o.prompt_tokens - o.shared_prefix_tokens)
 
 
 def request_tokens(o: Outcome, rules: Mapping[str, CacheRules], book: PriceBook
@@ -762,6 +788,9 @@ class Partial:
         warnings: one-line warnings.
         inputs: per-file reading statistics.
         first_t, last_t: first and last arrival seen.
+        calibration: with ``calibrate``, what the reported usage shows per namespace.
+        tokenizer_first: index of the first request each tokenizer counted (``tokenizers``
+            are in that order, as merged partitions put them back).
     """
 
     outcomes: list[Outcome]
@@ -774,6 +803,7 @@ class Partial:
     first_t: float | None
     last_t: float | None
     calibration: list[Any] | None = None
+    tokenizer_first: dict[str, int] = field(default_factory=dict)
 
 
 #: Garbage collector thresholds while streaming (see :func:`fewer_collections`).
@@ -848,12 +878,14 @@ def collect(pipe: Pipeline, *, progress: Callable[[int], None] | None = None,
     state = pipe.state
     if KEPT_TO_EXIT is not None:
         KEPT_TO_EXIT.extend((pipe, diag))
-    tokenizers = {c.tokenizer.name: (c.tokenizer.exact, c.tokenizer.note) for c in state.contexts.values()}
+    first = state.tokenizer_first
+    tokenizers = {c.tokenizer.name: (c.tokenizer.exact, c.tokenizer.note)
+                  for c in sorted(state.contexts.values(), key=lambda c: first.get(c.tokenizer.name, len(outcomes)))}
     if outcomes and not state.contexts:
         tokenizers = {"hashed-blocks": (True, "token counts from the trace's input_length")}
     return Partial(outcomes, diag.finish_candidates() if diag is not None else None, _stretches(state, book, opts.top),
                    dict(state.ns_rules), tokenizers, list(state.warnings), pipe.inputs, pipe.first_t, pipe.last_t,
-                   calibrator.results() if calibrator is not None else None)
+                   calibrator.results() if calibrator is not None else None, dict(first))
 
 
 #: Reported input tokens more than this share above the rendered prompt are counted (the

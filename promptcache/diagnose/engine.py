@@ -122,6 +122,13 @@ def _conversation_start(prompt: Prompt) -> int:
                  if s.role in ("user", "assistant", "tool") and s.kind not in ("param", "tool")), len(prompt.segments))
 
 
+def comparable(a: _Context | None, b: _Context | None) -> bool:
+    """Whether prompts prepared in two contexts hold comparable token ids: the same context, or
+    the same tokenizer and the same rendering (two upstreams of one model behind a router, whose
+    rules files render alike)."""
+    return a is b or (a is not None and b is not None and a.tokenizer is b.tokenizer and a.pf.layout == b.pf.layout)
+
+
 def tokens_of(ctx: _Context, req: Request) -> bytes:
     """Render and tokenize a (transformed) request like the pipeline does."""
     segs = ctx.format.render(req)
@@ -373,11 +380,12 @@ class Diagnoser:
         recorded as unexplained).
         """
         r, o = step.request, step.outcome
-        ideal_ns = f"{o.provider}/{o.model or '-'}"
+        ideal_ns = f"{o.provider}/{o.model or '-'}"  # what cache keys partition
+        model = o.model or "-"  # the ideal cache's traffic: predecessors whatever upstream served them
         sess = r.session or r.cache_key
         # (predecessor, family): a family comparison looks only at the template part
-        recent = self.recent.setdefault(ideal_ns, OrderedDict())
-        sessions = self.session_last.setdefault(ideal_ns, OrderedDict())
+        recent = self.recent.setdefault(model, OrderedDict())
+        sessions = self.session_last.setdefault(model, OrderedDict())
         preds: list[tuple[tuple[Request, Prompt, _Context | None], bool]] = []
         seen: set[int] = set()
         if sess is not None:
@@ -389,7 +397,7 @@ class Diagnoser:
             sessions[sess] = (o.index, r, step.prompt, step.context)
             if len(sessions) > SESSIONS:
                 sessions.popitem(last=False)
-        latest = self.latest.get(ideal_ns)
+        latest = self.latest.get(model)
         # the latest request of the model is a template-family comparison, unless the ideal cache
         # says it is also the one this request shares most with
         for idx, family in ((latest, latest != o.diverged_from), (o.diverged_from, False)):
@@ -398,14 +406,14 @@ class Diagnoser:
                 # the same conversation (its first message as this one's): a full comparison
                 preds.append((got, family and not _same_conversation(self._head(r), self._head(got[0]))))
                 seen.add(idx)
-        self.latest[ideal_ns] = o.index
+        self.latest[model] = o.index
         best: list[Candidate] = []
         best_cf: tuple[int, float | None] | None = None
         best_pred: Request | None = preds[0][0][0] if preds else None
         if step.context is not None and step.prompt.segments:
             best_lost = -1
             for k, (got, family) in enumerate(preds):
-                if got[2] is not step.context:
+                if not comparable(got[2], step.context):
                     continue
                 if k and sess is not None and self._extends:
                     break  # it extends its own session's last request: other comparisons add nothing
@@ -953,6 +961,9 @@ class Diagnoser:
                 return rule, (ns,), None, None, {"granularity_tokens": rules.granularity, "namespace": ns}, \
                     {"granularity": rules.granularity}
         if reason == "namespace":
+            moved = self._routed(step, writer)
+            if moved is not None:
+                return moved
             rule = self._first("key-usage", "check", "unique")
             if rule is not None:
                 return rule, (f"{o.provider}/{o.model or '-'}",), None, None, \
@@ -961,6 +972,31 @@ class Diagnoser:
         if rules.mode == "breakpoints" and rp.segments:
             return self._breakpoint_cause(step, writer, reason)
         return None
+
+    def _routed(self, step: Step, writer: tuple[Request, Prompt, _Context | None] | None
+                ) -> tuple[Rule, tuple[Any, ...], str | None, int | None, dict[str, Any], dict[str, Any]] | None:
+        """The routing cause of a namespace miss: the request that holds the shared prefix
+        (``writer``) was served by another upstream, or under another rules file, than this one
+        (a router or gateway moved the model's traffic; each upstream keeps its own cache), or
+        ``None`` when both went the same way (a cache key or an identifier keeps them apart)."""
+        rule = self._first("routing", "check", "upstream")
+        if rule is None or writer is None:
+            return None
+        w, _, wctx = writer
+        r, o = step.request, step.outcome
+        up_r = r.response.upstream if r.response is not None else None
+        up_w = w.response.upstream if w.response is not None else None
+        file_r = step.context.pf.id if step.context is not None else o.provider
+        file_w = wctx.pf.id if wctx is not None else None
+        if (up_r, file_r) == (up_w, file_w):
+            return None
+        before, after = up_w or file_w or "-", up_r or file_r
+        if before == after:  # one upstream name under two rules files: name the files
+            before, after = f"{before} ({file_w})", f"{after} ({file_r})"
+        model = o.model or "-"
+        return rule, (model,), None, None, {"model": model, "before": before, "after": after,
+                                           "before_rules": file_w, "after_rules": file_r}, \
+            {"model": model, "before": before, "after": after}
 
     def _breakpoint_cause(self, step: Step, writer: tuple[Request, Prompt, _Context | None] | None,
                           reason: str | None) -> tuple[Rule, tuple[Any, ...], str | None, int | None, dict[str, Any], dict[str, Any]] | None:
@@ -1103,7 +1139,8 @@ class Diagnoser:
         up_r = r.response.upstream if r.response is not None else None
         up_p = prev.response.upstream if prev.response is not None else None
         if up_r and up_p and up_r != up_p and "routing" in checks:
-            return checks["routing"], (ns,), {"before": up_p, "after": up_r}, {"before": up_p, "after": up_r}
+            # one finding per model: its upstreams may be served under several rules files
+            return checks["routing"], (o.model or "-",), {"before": up_p, "after": up_r}, {"before": up_p, "after": up_r}
         for rule in (checks.get("parameter"), checks.get("reasoning")):
             if rule is None:
                 continue

@@ -20,12 +20,14 @@ from ..errors import ConfigError
 
 #: The closed set of check kinds a rule may use (``capacity``: a cache that evicted what it held;
 #: ``reported-usage``: causes only the log's reported usage shows, checked where it reports fewer
-#: cached tokens than the simulation). ``template`` rules (template syntax, suppression
+#: cached tokens than the simulation; ``routing``: a model's prefix held in the cache of another
+#: upstream or rules file than the one that served the request, checked where the simulated rules
+#: miss what the model's ideal cache serves). ``template`` rules (template syntax, suppression
 #: bookkeeping, static prefix length, the prefix lockfile) are checked by ``promptcache lint`` only
 #: (:mod:`promptcache.lint.checks`, chosen by ``options.check``); the traffic diagnosis ignores
 #: them, as it ignores any kind it does not handle.
 KINDS = ("value-pattern", "structural-diff", "parameter-diff", "length-threshold", "timing", "key-usage",
-         "breakpoint", "capacity", "reported-usage", "template")
+         "breakpoint", "capacity", "reported-usage", "routing", "template")
 SEVERITIES = ("info", "warning", "error")
 RANK = {s: i for i, s in enumerate(SEVERITIES)}
 

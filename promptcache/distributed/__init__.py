@@ -1,9 +1,10 @@
 """The audit on Dask: the same pipeline, one task per namespace partition, merged on the client.
 
 Providers and engines partition their caches by model (and cache key); so does the audit. A
-request's partition is a stable hash of its provider rules and model
-(:meth:`~promptcache.pipeline.Pipeline.partition_of`), so each partition holds whole caches
-(ideal and simulated) and whole diagnosis groups, and its results merge without loss: outcomes
+request's partition is a stable hash of its model
+(:meth:`~promptcache.pipeline.Pipeline.partition_of`): the ideal cache holds a model's traffic
+whatever upstream or rules file serves it, and every simulated namespace is one model's, so each
+partition holds whole caches (ideal and simulated) and whole diagnosis groups, and its results merge without loss: outcomes
 are put back in the single-run arrival order and re-numbered, cause instances are grouped
 afterwards, shared prefixes ranked together. The result equals a single-process audit
 (``tests/test_distributed.py``).
@@ -51,14 +52,21 @@ def merge(parts: Sequence[Partial], top: int) -> Partial:
     rules: dict[str, Any] = {}
     tokenizers: dict[str, tuple[bool, str]] = {}
     warnings: list[str] = []
-    for p in parts:
+    first: dict[str, int] = {}
+    for pi, p in enumerate(parts):
         rules.update(p.rules)
         tokenizers.update(p.tokenizers)
         warnings += [w for w in p.warnings if w not in warnings]
+        for name, idx in p.tokenizer_first.items():
+            at = renum.get((pi, idx), len(outcomes))
+            first[name] = min(first.get(name, at), at)
+    # in the order one run counts them: by the first request each counted
+    tokenizers = dict(sorted(tokenizers.items(), key=lambda kv: first.get(kv[0], len(outcomes))))
     firsts = [p.first_t for p in parts if p.first_t is not None]
     lasts = [p.last_t for p in parts if p.last_t is not None]
     return Partial(outcomes, cands, stretches, rules, tokenizers, warnings, parts[0].inputs if parts else [],
-                   min(firsts) if firsts else None, max(lasts) if lasts else None)
+                   min(firsts) if firsts else None, max(lasts) if lasts else None,
+                   tokenizer_first={n: i for n, i in first.items()})
 
 
 def audit_dask(paths: Sequence[str | Path], opts: AuditOptions | None = None, *, scheduler: str | None = None,

@@ -1,9 +1,12 @@
 """Cache simulation: per cache namespace, replay tokenized prompts in arrival order against the
 provider's or engine's rules and against an ideal cache.
 
-- ``ideal``: unbounded, no minimum, no TTL, token-level: the structural upper bound. One ideal
-  tree per (provider, model): a ``prompt_cache_key`` that splits traffic is a choice, so its
-  cost shows as the gap to the ideal.
+- ``ideal``: unbounded, no minimum, no TTL, token-level: the structural upper bound of one
+  model's traffic. One ideal tree per model (and tokenizer: token ids of two vocabularies do not
+  share a tree), whatever upstream or rules file serves each request: a ``prompt_cache_key``
+  that splits traffic is a choice, and so is a router that sends one model's requests to
+  several upstreams (each keeping its own cache), so what either costs shows as the gap to the
+  ideal.
 - ``simulated``: the chosen :class:`~promptcache.simulate.rules.CacheRules`, one cache per
   namespace (model, and cache key where the provider partitions by it).
 """
@@ -74,6 +77,9 @@ class RequestRef:
         path: log file.
         seg_ends: token end offset of each segment (a compact ``array('I')`` in the pipeline).
         seg_paths: path of each segment.
+        namespace: the simulated cache namespace it was served in (set by
+            :meth:`Simulator.step`): whether a prefix shared with it is in another namespace's
+            cache.
     """
 
     index: int
@@ -82,6 +88,7 @@ class RequestRef:
     path: str
     seg_ends: Sequence[int] = ()
     seg_paths: tuple[str, ...] = ()
+    namespace: str = ""
 
     def segment_at(self, token: int) -> str | None:
         """Path of the segment holding a token index, or ``None`` (hashed)."""
@@ -108,7 +115,7 @@ class Outcome:
         write_tokens: simulated tokens billed as cache writes (all TTLs).
         write_1h_tokens: the 1-hour part of ``write_tokens``.
         shared_prefix_tokens: exact longest prefix shared with any earlier request of the same
-            model (the ideal cache read).
+            model, whatever upstream or rules file served it (the ideal cache read).
         ideal_write_tokens: tokens an oracle writes (new tokens that some later request reads);
             final only after :meth:`Simulator.finish`.
         divergence: where the prompt leaves the best earlier prompt, or ``None``.
@@ -158,12 +165,23 @@ SWEEP_EVERY = 4096
 
 @dataclass
 class IdealCache:
-    """The unbounded token-level tree of one (provider, model), plus oracle write accounting."""
+    """The unbounded token-level tree of one model's traffic (one tokenizer's ids), plus oracle
+    write accounting.
+
+    Attributes:
+        width: bytes per unit (4: token ids; 8: hashed block ids).
+        unit_tokens: tokens per unit.
+        tree: the prefix tree.
+        requests: requests looked up so far.
+        namespaces: the simulated namespaces its requests were served in, in order of first
+            arrival.
+    """
 
     width: int
     unit_tokens: int = 1
     tree: PrefixTree = field(init=False)
     requests: int = 0
+    namespaces: dict[str, None] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.tree = PrefixTree(width=self.width, spill_after=SPILL_AFTER)
@@ -230,7 +248,8 @@ def miss_reason(rules: CacheRules, *, cached: int, shared: int, live: int | None
         shared: ideal read (longest prefix shared with any earlier request), tokens.
         live: live longest prefix in the simulated cache (prefix mode), else ``None``.
         expired: an entry on the prompt's path expired during this request.
-        keyed: the simulated namespace is narrower than the ideal one (a cache key splits it).
+        keyed: the prefix it shares most is held by a request of another simulated namespace (a
+            cache key, a route or an upstream keeps it apart).
     """
     if cached >= shared:
         return None
@@ -298,13 +317,25 @@ class Simulator:
                     del self.sims[ns]
 
     def step(self, *, ref: RequestRef, prompt: Prompt, rules: CacheRules, namespace: str,
-             ideal_key: tuple[str, str | None], now: float | None) -> tuple[int, int, int, int, str | None, RequestRef | None, tuple[str, ...]]:
+             ideal_key: tuple[str, ...], now: float | None) -> tuple[int, int, int, int, str | None, RequestRef | None, tuple[str, ...]]:
         """Simulate one request.
 
+        Args:
+            ref: the request as the trees remember it (its ``namespace`` is set to ``namespace``).
+            prompt: the tokenized prompt.
+            rules: its cache rules.
+            namespace: its simulated cache namespace.
+            ideal_key: its ideal cache: the model, and what makes token ids comparable (the
+                tokenizer), whatever upstream or rules file serves it.
+            now: arrival time.
+
         Returns:
-            ``(cached, write, write_1h, shared, miss_reason, diverged_from, flags)``, tokens.
+            ``(cached, write, write_1h, shared, miss_reason, diverged_from, flags)``, tokens. A
+            shared prefix the simulated rules miss because it is held by a request of another
+            namespace (a cache key, a route or an upstream apart) has the reason ``namespace``.
         """
         self._steps += 1
+        ref.namespace = namespace
         if now is not None and self._steps % SWEEP_EVERY == 0:
             self.sweep(now)
         sim = self.sims.get(namespace)
@@ -330,28 +361,32 @@ class Simulator:
         if ideal is None:
             ideal = self.ideal[ideal_key] = IdealCache(prompt.width, prompt.unit_tokens)
         ideal.requests += 1
+        if namespace not in ideal.namespaces:
+            ideal.namespaces[namespace] = None
         lcp_units, _, other = ideal.tree.access(prompt.units, len(prompt.units) // prompt.width, None, ref,
                                                 cached // prompt.unit_tokens)
         shared = prompt.tokens_of(lcp_units)
+        # the prefix it shares most is held by a request served in another namespace's cache
+        elsewhere = other is not None and other.namespace != namespace
         if isinstance(sim, UnitSim):  # the common prefix is persisted now; the reason follows from it
             reason = sim.detect(prompt, ref.index, shared, other.index if other is not None else None, now,
-                                keyed=namespace != "/".join(str(k) for k in ideal_key))
+                                keyed=elsewhere)
         elif isinstance(sim, SlotSim):
             reason = None if cached >= shared else ("evicted" if live < shared else "granularity")
         elif reason is None:
-            reason = miss_reason(rules, cached=cached, shared=shared, live=live, expired=expired,
-                                 keyed=namespace != "/".join(str(k) for k in ideal_key))
+            reason = miss_reason(rules, cached=cached, shared=shared, live=live, expired=expired, keyed=elsewhere)
         elif cached >= shared:
             reason = None
         return cached, write, write_1h, shared, reason, other, flags
 
     def ideal_writes(self) -> dict[int, int]:
-        """Oracle writes per request index, in units: every edge that some later request read
+        """Oracle writes per request index, in tokens: every edge that some later request read
         was worth writing once, by the request that created it."""
         out: dict[int, int] = {}
         for ic in self.ideal.values():
+            ut = ic.unit_tokens
             for node in ic.tree.iter_nodes():
                 if node.uses and node.creator is not None:
                     idx = node.creator.index
-                    out[idx] = out.get(idx, 0) + ic.tree.units_of(node)
+                    out[idx] = out.get(idx, 0) + ic.tree.units_of(node) * ut
         return out

@@ -70,10 +70,6 @@ class UnitSim:
         #: request index → its input unit's key (whose liveness lets a later request detect a
         #: common prefix with it)
         self.members: dict[int, bytes] = {}
-        #: every request of this namespace, where it is narrower than the ideal cache's (a cache
-        #: key or a route splits the traffic): a prefix shared with any other request is in
-        #: another namespace's cache
-        self.seen: set[int] = set()
         self._steps = 0
         self._last_input: bytes | None = None
         self._last_hit = 0
@@ -191,7 +187,8 @@ class UnitSim:
                 the prefix is detected only when that request is one of this namespace's and
                 its own input unit is still live (the system compares with what it holds).
             now: arrival time.
-            keyed: the namespace is narrower than the ideal cache's traffic.
+            keyed: ``other`` was served in another namespace (a cache key, a route or an upstream
+                apart): the shared prefix is in that namespace's cache.
 
         Returns:
             The miss reason (``expired``, ``below_min``, ``namespace``: the prefix is shared with a
@@ -201,8 +198,6 @@ class UnitSim:
         hit = self._last_hit
         if self._last_input is not None:
             self.members[index] = self._last_input
-        if keyed:
-            self.seen.add(index)
         if shared > hit and other is not None:
             theirs = self.members.get(other)
             if theirs is not None and self.store.live(theirs, now):
@@ -213,7 +208,7 @@ class UnitSim:
             return "expired"
         if shared < self.rules.min_tokens:
             return "below_min"
-        if keyed and other is not None and other not in self.seen:
+        if keyed and other is not None:
             return "namespace"
         return NO_UNIT
 
