@@ -102,3 +102,89 @@ def test_no_reported_reads_still_books_breakpoint_missing(tmp_path):
     res = audit([str(write_jsonl(tmp_path / "copilot.jsonl", rows))], AuditOptions())
     ids = [f.rule.id for f in res.findings]
     assert "breakpoint-missing" in ids and "breakpoint-outside-log" not in ids
+
+
+# ------------------------------------------------------------------ 2. AI SDK providerOptions cacheControl
+
+from promptcache.ingest import InputStats, ReadOptions, read_inputs  # noqa: E402
+
+EPH = {"anthropic": {"cacheControl": {"type": "ephemeral"}}}
+
+
+def read_all(path: Path):
+    st = InputStats(str(path))
+    reqs = list(read_inputs([path], [st], ReadOptions()))
+    assert st.records == st.accounted
+    return reqs
+
+
+def marks(req) -> list[tuple[str, int | None]]:
+    """(path, TTL) of each breakpoint; the default TTL (no ``ttl`` given) as 300 whichever body
+    reader (None: the provider's default, Anthropic's 5 minutes) read it."""
+    return [(p.path, p.breakpoint.ttl_seconds or 300) for p in req.parts if p.breakpoint is not None]
+
+
+def aisdk_messages() -> list[dict]:
+    """``ai.prompt.messages`` as AI SDK v5 logs it for opencode (the standardized prompt): a
+    message-level cacheControl on the system message (content a string), one on the last user
+    message (the SDK marks its last part), and a part-level 1-hour one on an earlier part; a
+    tool-call part still carrying last turn's cacheControl (it must not read as changed text)."""
+    return [
+        {"role": "system", "content": FILLER, "providerOptions": EPH},
+        {"role": "user", "content": [{"type": "text", "text": "Where is parcel 7?",
+                                      "providerOptions": {"anthropic": {"cacheControl": {"type": "ephemeral", "ttl": "1h"}}}}]},
+        {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": "toolu_01", "toolName": "track",
+                                           "input": {"parcel": 7}, "providerOptions": EPH}]},
+        {"role": "user", "content": [{"type": "text", "text": "And parcel 8?"}, {"type": "text", "text": "Thanks."}],
+         "providerOptions": EPH},
+    ]
+
+
+def aisdk_span_line(messages: list[dict]) -> dict:
+    attrs = [{"key": "ai.operationId", "value": {"stringValue": "ai.streamText.doStream"}},
+             {"key": "ai.model.provider", "value": {"stringValue": "anthropic.messages"}},
+             {"key": "ai.model.id", "value": {"stringValue": "claude-sonnet-4-5"}},
+             {"key": "ai.telemetry.metadata.sessionId", "value": {"stringValue": "ses_1"}},
+             {"key": "ai.prompt.messages", "value": {"stringValue": json.dumps(messages)}},
+             {"key": "ai.usage.inputTokens", "value": {"intValue": "3100"}},
+             {"key": "ai.usage.outputTokens", "value": {"intValue": "20"}}]
+    span = {"traceId": "0" * 31 + "1", "spanId": "0" * 15 + "2", "parentSpanId": "", "flags": 257,
+            "name": "ai.streamText.doStream", "kind": 1, "startTimeUnixNano": "1782600000000000000",
+            "endTimeUnixNano": "1782600001000000000", "attributes": attrs, "events": [], "status": {"code": 1}}
+    return {"resourceSpans": [{"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "opencode"}}]},
+                               "scopeSpans": [{"scope": {"name": "ai", "version": "5.0.0"}, "spans": [span]}]}]}
+
+
+#: By hand: system message (messages[0].content, 5m), the 1-hour part (messages[1].content[0]),
+#: the tool call's part-level mark (messages[2].content[0]), and the last part of the last
+#: message (messages[3].content[1]), from its message-level option.
+AISDK_MARKS = [("ai.prompt.messages[0].content", 300), ("ai.prompt.messages[1].content[0]", 3600),
+               ("ai.prompt.messages[2].content[0]", 300), ("ai.prompt.messages[3].content[1]", 300)]
+
+
+def test_aisdk_otlp_provider_options_are_breakpoints(tmp_path):
+    (req,) = read_all(write_jsonl(tmp_path / "aisdk.jsonl", [aisdk_span_line(aisdk_messages())]))
+    assert marks(req) == AISDK_MARKS
+    call = next(p for p in req.parts if p.path == "ai.prompt.messages[2].content[0]")
+    assert "providerOptions" not in call.text and '"toolName":"track"' in call.text
+
+
+def test_aisdk_v4_provider_metadata_is_a_breakpoint(tmp_path):
+    """AI SDK 4 logs the standardized prompt with ``providerMetadata`` (and its input messages
+    with ``experimental_providerMetadata``)."""
+    msgs = [{"role": "system", "content": FILLER, "providerMetadata": EPH},
+            {"role": "user", "content": [{"type": "text", "text": "Hi", "experimental_providerMetadata": EPH}]}]
+    (req,) = read_all(write_jsonl(tmp_path / "aisdk4.jsonl", [aisdk_span_line(msgs)]))
+    assert marks(req) == [("ai.prompt.messages[0].content", 300), ("ai.prompt.messages[1].content[0]", 300)]
+
+
+def test_langfuse_aisdk_generation_provider_options_are_breakpoints(tmp_path):
+    """A Langfuse observation export row of an AI SDK generation (the doStream leaf): ``input`` is
+    the SDK's message list, as in tests/data/producers/langfuse_trace_vercel_aisdk.json."""
+    row = {"id": "obs-1", "traceId": "t" * 32, "startTime": "2026-07-01T10:00:00.000Z", "endTime": "2026-07-01T10:00:02.000Z",
+           "projectId": "cm-proj-1", "parentObservationId": None, "type": "GENERATION", "environment": "default",
+           "name": "ai.streamText.doStream", "level": "DEFAULT", "input": aisdk_messages(), "output": None,
+           "model": "claude-sonnet-4-5", "modelParameters": {}, "usageDetails": {"input": 3100, "output": 20},
+           "costDetails": {}, "metadata": {}}
+    (req,) = read_all(write_jsonl(tmp_path / "langfuse.jsonl", [row]))
+    assert [(p, t) for p, t in marks(req)] == [(p.replace("ai.prompt.messages", "input"), t) for p, t in AISDK_MARKS]
