@@ -188,3 +188,49 @@ def test_langfuse_aisdk_generation_provider_options_are_breakpoints(tmp_path):
            "costDetails": {}, "metadata": {}}
     (req,) = read_all(write_jsonl(tmp_path / "langfuse.jsonl", [row]))
     assert [(p, t) for p, t in marks(req)] == [(p.replace("ai.prompt.messages", "input"), t) for p, t in AISDK_MARKS]
+
+
+# ------------------------------------------------------------------ 3. LiteLLM custom_llm_provider: openrouter
+
+from promptcache.simulate.routing import router  # noqa: E402
+
+
+def test_router_named_as_its_own_upstream_resolves_by_the_model():
+    """LiteLLM logs the route (``custom_llm_provider: openrouter``) where a router's own records
+    name who served the call; the router itself is no upstream: resolve by the model's
+    organisation, as without the field."""
+    r = router()
+    model = "openrouter/anthropic/claude-sonnet-4.5"
+    got = r.resolve("openrouter", model, "openrouter")
+    assert got is not None and got.label == "openrouter>anthropic" and got.upstream is None
+    assert got.label == r.resolve(None, model, None).label
+    # a named upstream still decides
+    assert r.resolve("openrouter", "openrouter/openai/gpt-4.1", "Anthropic").file.id == "anthropic"
+
+
+def litellm_openrouter_row(k: int, provider_field: bool) -> dict:
+    """A LiteLLM_SpendLogs row (the proxy's stored body, usage in metadata.usage_object) of an
+    OpenRouter call for a Claude model."""
+    body = {"model": "openrouter/anthropic/claude-sonnet-4.5",
+            "messages": [{"role": "system", "content": FILLER}, {"role": "user", "content": f"Where is parcel {k}?"}]}
+    uo = {"prompt_tokens": 3010, "completion_tokens": 9, "total_tokens": 3019}
+    row = {"request_id": f"chatcmpl-{k}", "session_id": "sess-1", "call_type": "acompletion",
+           "startTime": f"2026-07-01 10:0{k}:00.000000", "endTime": f"2026-07-01 10:0{k}:02.000000",
+           "model": body["model"], "metadata": json.dumps({"usage_object": uo, "status": "success"}),
+           "prompt_tokens": 3010, "completion_tokens": 9, "total_tokens": 3019, "api_base": "https://openrouter.ai/api/v1",
+           "messages": "{}", "response": "{}", "proxy_server_request": json.dumps(body), "status": "success"}
+    if provider_field:
+        row["custom_llm_provider"] = "openrouter"
+    return row
+
+
+def test_litellm_openrouter_rows_get_the_upstreams_rules(tmp_path):
+    res = {}
+    for field in (True, False):
+        log = write_jsonl(tmp_path / f"or{field}.jsonl", [litellm_openrouter_row(k, field) for k in range(2)])
+        got = audit([str(log)], AuditOptions())
+        assert not any("names no known provider" in w for w in got.warnings), got.warnings
+        res[field] = got
+    assert {o.provider for o in res[True].outcomes} == {"anthropic"}
+    assert [o.namespace for o in res[True].outcomes] == [o.namespace for o in res[False].outcomes]
+    assert [o.cached_tokens for o in res[True].outcomes] == [o.cached_tokens for o in res[False].outcomes]
