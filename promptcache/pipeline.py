@@ -649,9 +649,14 @@ class Pipeline:
         if req.arrival is not None:
             self.first_t = req.arrival if self.first_t is None else min(self.first_t, req.arrival)
             self.last_t = req.arrival if self.last_t is None else max(self.last_t, req.arrival)
+        usage = req.usage
+        if usage is not None and not usage.cache_reported:  # cache usage not logged: no reported scenario
+            pipe.warn(f"{req.source.path}: records report prompt tokens but no cache fields (cache usage not "
+                      "logged): no reported cache usage for them, none assumed 0")
+            usage = None
         out = Outcome(idx, req.id, req.source.path, req.source.line, ns, pf.id, req.model, req.arrival,
                       prompt.n_tokens, cached, write, write_1h, shared, 0, div,
-                      other.index if other is not None else None, reason, req.usage, flags,
+                      other.index if other is not None else None, reason, usage, flags,
                       req.usage.output_tokens if req.usage else 0, pipe.price_context(pf, req, rules))
         return Step(req, prompt, ctx, rules, out, other)
 

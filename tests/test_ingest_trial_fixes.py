@@ -234,3 +234,47 @@ def test_litellm_openrouter_rows_get_the_upstreams_rules(tmp_path):
     assert {o.provider for o in res[True].outcomes} == {"anthropic"}
     assert [o.namespace for o in res[True].outcomes] == [o.namespace for o in res[False].outcomes]
     assert [o.cached_tokens for o in res[True].outcomes] == [o.cached_tokens for o in res[False].outcomes]
+
+
+# ------------------------------------------------------------------ 4. absent cache fields are unknown, not 0
+
+from promptcache.ingest.usage import litellm_usage  # noqa: E402
+
+
+def slp_row(k: int, usage: dict | None) -> dict:
+    """A LiteLLM StandardLoggingPayload (https://docs.litellm.ai/docs/proxy/logging_spec): token
+    counts at the top level; cache counts only in ``response.usage`` when the response is logged
+    with it (here: without, as a streamed call's payload may be)."""
+    msgs = [{"role": "system", "content": FILLER}, {"role": "user", "content": f"Where is parcel {k}?"}]
+    resp = {"id": f"chatcmpl-{k}", "object": "chat.completion", "model": "claude-sonnet-4-5",
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "At the depot."}}]}
+    if usage is not None:
+        resp["usage"] = usage
+    return {"id": f"chatcmpl-{k}", "trace_id": "task-1", "call_type": "acompletion", "status": "success",
+            "custom_llm_provider": "anthropic", "startTime": 1780300000.0 + 30 * k, "endTime": 1780300003.0 + 30 * k,
+            "model": "claude-sonnet-4-5", "metadata": {"user_api_key_alias": "dev"}, "total_tokens": 3030,
+            "prompt_tokens": 3010, "completion_tokens": 20, "messages": msgs, "response": resp,
+            "model_parameters": {"max_tokens": 1024}, "hidden_params": {"api_base": "https://api.anthropic.com/v1/messages"}}
+
+
+def test_litellm_row_without_cache_fields_reports_no_cache_usage(tmp_path):
+    u = litellm_usage({"prompt_tokens": 3010, "completion_tokens": 20}, None)
+    assert (u.input_tokens, u.output_tokens, u.cache_reported) == (3010, 20, False)
+    # the usage object written, with its cache fields saying 0: reported 0 (LiteLLM always writes them)
+    u0 = litellm_usage({"prompt_tokens": 3010}, {"prompt_tokens": 3010, "completion_tokens": 20,
+                                                  "prompt_tokens_details": {"cached_tokens": 0}})
+    assert (u0.cache_read_tokens, u0.cache_reported) == (0, True)
+    res = audit([str(write_jsonl(tmp_path / "slp.jsonl", [slp_row(k, None) for k in range(3)]))], AuditOptions())
+    assert all(o.usage is None for o in res.outcomes)
+    assert res.scenarios["reported"].requests == 0
+    assert not [r for r in res.accounting.rows if r.gap == "reported"]
+    assert any("no cache fields (cache usage not logged)" in w for w in res.warnings)
+
+
+def test_litellm_row_with_zero_cache_fields_keeps_the_reported_gap(tmp_path):
+    """The same rows with the usage object logged and saying 0 cached: a reported 0, and the
+    simulation's reads are a reported gap."""
+    usage = {"prompt_tokens": 3010, "completion_tokens": 20, "total_tokens": 3030,
+             "prompt_tokens_details": {"cached_tokens": 0}, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
+    res = audit([str(write_jsonl(tmp_path / "slp.jsonl", [slp_row(k, usage) for k in range(3)]))], AuditOptions())
+    assert res.scenarios["reported"].requests == 3 and res.scenarios["reported"].cached_tokens == 0

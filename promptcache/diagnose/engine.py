@@ -1108,7 +1108,7 @@ class Diagnoser:
         reports) for the one explanation its evidence supports, else ``unexplained``."""
         o, r = step.outcome, step.request
         u = r.usage
-        if u is None:
+        if u is None or not u.cache_reported:  # no cache usage logged: nothing to compare with
             return
         gap = o.cached_tokens - u.cache_read_tokens
         checks = {ru.options.get("check"): ru for ru in self.by_kind.get("reported-usage", ())}

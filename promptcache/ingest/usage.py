@@ -216,7 +216,10 @@ def litellm_usage(rec: Mapping[str, Any], usage_object: Any) -> Usage | None:
     https://docs.litellm.ai/docs/proxy/logging_spec and
     https://docs.litellm.ai/docs/completion/prompt_caching (checked 2026-11-29).
 
-    Returns ``None`` when the row reports no tokens at all (failed calls).
+    Returns ``None`` when the row reports no tokens at all (failed calls). A row with token
+    counts but no cache field at all (no usage object, or one without ``prompt_tokens_details``
+    and Anthropic's counts) has ``cache_reported=False``: LiteLLM's ``Usage`` always writes
+    those fields, so their absence means the cache usage was not logged, not that it was 0.
 
     Raises:
         BadRecord: when a count is negative or not a number.
@@ -238,10 +241,13 @@ def litellm_usage(rec: Mapping[str, Any], usage_object: Any) -> Usage | None:
         write = count(d.get("cache_creation_tokens"), "prompt_tokens_details.cache_creation_tokens")
     details = d.get("cache_creation_token_details") or uo.get("cache_creation")
     w1h = count(details.get("ephemeral_1h_input_tokens"), "ephemeral_1h_input_tokens") if isinstance(details, MAPPING) else None
+    # LiteLLM's Usage always carries its cache fields (prompt_tokens_details, Anthropic's counts);
+    # a row with token counts and none of them (no usage object logged) reports no cache usage
+    known = read is not None or write is not None or "prompt_tokens_details" in uo
     read, write, w1h = read or 0, write or 0, w1h or 0
     if not prompt and not out and not read and not write:
         return None
-    return Usage(including_cache(prompt or 0, read, write), out or 0, read, write, min(w1h, write))
+    return Usage(including_cache(prompt or 0, read, write), out or 0, read, write, min(w1h, write), known)
 
 
 def langfuse_usage(details: Any) -> Usage | None:
