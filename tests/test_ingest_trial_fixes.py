@@ -278,3 +278,29 @@ def test_litellm_row_with_zero_cache_fields_keeps_the_reported_gap(tmp_path):
              "prompt_tokens_details": {"cached_tokens": 0}, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
     res = audit([str(write_jsonl(tmp_path / "slp.jsonl", [slp_row(k, usage) for k in range(3)]))], AuditOptions())
     assert res.scenarios["reported"].requests == 3 and res.scenarios["reported"].cached_tokens == 0
+
+
+# ------------------------------------------------------------------ 5. a truncated .gz
+
+import gzip  # noqa: E402
+
+import pytest  # noqa: E402
+
+from promptcache.errors import InputError  # noqa: E402
+
+
+def test_gzip_without_its_trailer_reads_every_record_and_warns(tmp_path):
+    """A gzip member ends with an 8-byte trailer (CRC32, ISIZE; RFC 1952 section 2.3): cut it off
+    and all 5 lines still decompress, but the stream has no end marker. By hand: 5 requests, the
+    warning names line 5; --strict refuses the file."""
+    rows = [{"model": "gpt-4.1", "messages": [{"role": "system", "content": FILLER},
+                                              {"role": "user", "content": f"Where is parcel {k}?"}]} for k in range(5)]
+    data = gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode())
+    p = tmp_path / "cut.jsonl.gz"
+    p.write_bytes(data[:-8])
+    st = InputStats(str(p))
+    reqs = list(read_inputs([p], [st], ReadOptions()))
+    assert len(reqs) == 5 and st.records == st.accounted == 5
+    assert any("truncated" in n and "up to line 5," in n for n in st.notes()), st.notes()
+    with pytest.raises(InputError, match="truncated"):
+        list(read_inputs([p], [InputStats(str(p))], ReadOptions(strict=True)))
