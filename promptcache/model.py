@@ -97,6 +97,10 @@ class Usage:
         cache_read_tokens: prompt tokens served from the cache.
         cache_write_tokens: prompt tokens written to the cache (all TTLs).
         cache_write_1h_tokens: the part of ``cache_write_tokens`` written with a 1-hour TTL.
+        cache_reported: ``False`` when the record reports prompt tokens but no cache field at
+            all (a producer that omits them, e.g. a LiteLLM spend-log row without a usage
+            object): reads and writes are then unknown, not 0, and the request has no
+            ``reported`` scenario and no reported gap.
     """
 
     input_tokens: int
@@ -104,6 +108,7 @@ class Usage:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     cache_write_1h_tokens: int = 0
+    cache_reported: bool = True
 
     @property
     def uncached_tokens(self) -> int:

@@ -649,9 +649,14 @@ class Pipeline:
         if req.arrival is not None:
             self.first_t = req.arrival if self.first_t is None else min(self.first_t, req.arrival)
             self.last_t = req.arrival if self.last_t is None else max(self.last_t, req.arrival)
+        usage = req.usage
+        if usage is not None and not usage.cache_reported:  # cache usage not logged: no reported scenario
+            pipe.warn(f"{req.source.path}: records report prompt tokens but no cache fields (cache usage not "
+                      "logged): no reported cache usage for them, none assumed 0")
+            usage = None
         out = Outcome(idx, req.id, req.source.path, req.source.line, ns, pf.id, req.model, req.arrival,
                       prompt.n_tokens, cached, write, write_1h, shared, 0, div,
-                      other.index if other is not None else None, reason, req.usage, flags,
+                      other.index if other is not None else None, reason, usage, flags,
                       req.usage.output_tokens if req.usage else 0, pipe.price_context(pf, req, rules))
         return Step(req, prompt, ctx, rules, out, other)
 
@@ -913,6 +918,24 @@ def over_reported(outcomes: Sequence[Outcome], inputs: Sequence[InputStats]) -> 
             st.over_reported, st.over_reported_example = n, ex
 
 
+def cached_outside_log(outcomes: Sequence[Outcome], candidates: Sequence[Any]) -> list[str]:
+    """A warning when requests of a breakpoint provider carry no breakpoint in the logged body
+    yet report cache reads (the diagnosis's ``breakpoint-outside-log`` instances): the reported
+    hit ratio over them, and that the simulated rules understate what was cached."""
+    idx = {c.index for c in candidates if c.rule.id == "breakpoint-outside-log"}
+    if not idx:
+        return []
+    read = total = 0
+    for o in outcomes:
+        if o.index in idx and o.usage is not None:
+            read, total = read + o.usage.cache_read_tokens, total + o.usage.input_tokens
+    ratio = f"{read / total:.1%}" if total else "-"
+    return [f"{len(idx)} request(s) carry no cache_control breakpoint in the logged body, yet their reported usage "
+            f"shows {read:,} of {total:,} prompt tokens read from the cache ({ratio}): caching was applied outside "
+            "the logged body (a gateway's or SDK's automatic caching); no breakpoint-missing loss is booked for them, "
+            "and the simulated rules (and 'left on the table') understate what was cached"]
+
+
 def assemble(part: Partial, opts: AuditOptions, book: PriceBook) -> AuditResult:
     """Price a (merged) :class:`Partial` and build the :class:`AuditResult`."""
     from .diagnose.accounting import build as accounting
@@ -933,6 +956,7 @@ def assemble(part: Partial, opts: AuditOptions, book: PriceBook) -> AuditResult:
         warnings.append(f"{missing} request(s) have no arrival time: each is audited right after the request "
                         "before it in its file, and TTLs are not evaluated for them")
     over_reported(part.outcomes, part.inputs)
+    warnings.extend(cached_outside_log(part.outcomes, part.candidates or ()))
     for st in part.inputs:  # read but not audited: usage-only requests, records that are no LLM call
         if st.requests == 0 and not st.readable and st.duplicate_of is None:
             warnings.append(f"{st.path}: no requests found" + (f" ({st.skipped_lines} record(s) skipped)"

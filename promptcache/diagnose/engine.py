@@ -928,6 +928,8 @@ class Diagnoser:
                       reason=reason or "none")
             return
         rule, key, segment, token, evidence, values = got
+        if rule.kind == "breakpoint" and rule.options.get("check") == "outside":
+            cost = None if cost is None else Decimal(0)  # the reported usage disproves the loss
         self._add(step, rule, key, segment=segment, char=None, token=token, evidence=evidence, lost=gap, cost=cost,
                   gap="rules", **values)
 
@@ -1006,6 +1008,15 @@ class Diagnoser:
         bp = self._bp
         marks = [k for k, s in enumerate(rp.segments) if s.breakpoint is not None]
         if not marks:
+            u = step.request.usage
+            if u is not None and u.cache_read_tokens > 0 and "outside" in bp:
+                # the bill shows reads the logged body cannot: breakpoints were added after logging
+                ratio = f"{u.cache_read_tokens / u.input_tokens:.1%}" if u.input_tokens else "-"
+                return bp["outside"], ("outside", o.namespace), None, None, \
+                    {"shared_tokens": o.shared_prefix_tokens, "namespace": o.namespace,
+                     "reported_cached_tokens": u.cache_read_tokens, "reported_input_tokens": u.input_tokens}, \
+                    {"reported_cached": f"{u.cache_read_tokens:,}", "reported_input": f"{u.input_tokens:,}",
+                     "reported_ratio": ratio}
             if "missing" in bp:
                 return bp["missing"], ("missing", o.namespace), None, None, \
                     {"shared_tokens": o.shared_prefix_tokens, "namespace": o.namespace}, {}
@@ -1097,7 +1108,7 @@ class Diagnoser:
         reports) for the one explanation its evidence supports, else ``unexplained``."""
         o, r = step.outcome, step.request
         u = r.usage
-        if u is None:
+        if u is None or not u.cache_reported:  # no cache usage logged: nothing to compare with
             return
         gap = o.cached_tokens - u.cache_read_tokens
         checks = {ru.options.get("check"): ru for ru in self.by_kind.get("reported-usage", ())}

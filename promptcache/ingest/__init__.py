@@ -387,11 +387,18 @@ class _FileReader:
             st.format = forced.name
         notes = st.times
         current: Reader | None = forced
-        for line, rec in iter_records(self.path, reuse_history=True, notes=st.decoding):
+        dec = st.decoding
+        last_good = 0
+        for line, rec in iter_records(self.path, reuse_history=True, notes=dec):
             st.records += 1
             if isinstance(rec, BadRecord):
-                self.malformed(line, str(rec))
+                if dec.truncated:  # the partial line a cut-off .gz ends with
+                    self.truncated(last_good)
+                    self.stats.add_error(line, f"incomplete record: the compressed file is truncated ({dec.truncated})")
+                else:
+                    self.malformed(line, str(rec))
                 continue
+            last_good = line
             if forced is None:
                 try:
                     mine = current is not None and current.claim(rec) is not None
@@ -443,8 +450,19 @@ class _FileReader:
                     yield from self.outcome(item, r, line)
             else:
                 yield from self.outcome(got, r, line)
+        if dec.truncated:
+            self.truncated(last_good)
         while self.window:
             yield from self.pop()
+
+    def truncated(self, last_good: int) -> None:
+        """A compressed file cut off after line ``last_good``: noted for its warning, or an
+        error under ``strict``."""
+        dec = self.stats.decoding
+        if self.opts.strict:
+            raise InputError(f"the compressed file is truncated ({dec.truncated}) after line {last_good:,}",
+                             path=self.path, line=last_good + 1)
+        dec.last_good_line = last_good
 
     def malformed(self, line: int, reason: str) -> None:
         if self.opts.strict:

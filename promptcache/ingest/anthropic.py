@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import BadRecord
 from ..model import Breakpoint, Part
-from .common import HISTORY, MAPPING, PARTS, blob_digest, require_list, stable_json
+from .common import HISTORY, MAPPING, PARTS, blob_digest, require_list, sdk_cache_control, stable_json, without_sdk_options
 
 #: Anthropic TTL strings → seconds; "5m" is the default.
 TTL = {"5m": 300, "1h": 3600}
@@ -26,7 +26,7 @@ def breakpoint_of(obj: Mapping[str, Any], path: str) -> Breakpoint | None:
     Raises:
         BadRecord: for a TTL Anthropic does not accept.
     """
-    cc = obj.get("cache_control")
+    cc = obj.get("cache_control") or sdk_cache_control(obj)  # the AI SDK's providerOptions too
     if not cc:
         return None
     if not isinstance(cc, MAPPING):
@@ -38,7 +38,7 @@ def breakpoint_of(obj: Mapping[str, Any], path: str) -> Breakpoint | None:
 
 
 def _strip_cc(obj: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in obj.items() if k != "cache_control"}
+    return {k: v for k, v in without_sdk_options(obj).items() if k != "cache_control"}
 
 
 def _block_part(block: Any, path: str, role: str, msg: int) -> Part:
@@ -136,9 +136,15 @@ def _message(i: int, m: Any) -> list[Part]:
     role = m["role"]
     content = m.get("content")
     if isinstance(content, str):
-        return [Part("assistant" if role == "assistant" else "user", f"messages[{i}].content", content, role, i)]
-    blocks = require_list(content, f"messages[{i}].content")
-    return [_block_part(block, f"messages[{i}].content[{j}]", role, i) for j, block in enumerate(blocks)]
+        out = [Part("assistant" if role == "assistant" else "user", f"messages[{i}].content", content, role, i)]
+    else:
+        blocks = require_list(content, f"messages[{i}].content")
+        out = [_block_part(block, f"messages[{i}].content[{j}]", role, i) for j, block in enumerate(blocks)]
+    if out and out[-1].breakpoint is None and sdk_cache_control(m) is not None:
+        # the AI SDK's message-level providerOptions mark the message's last block
+        last = out[-1]
+        out[-1] = Part(last.kind, last.path, last.text, last.role, last.message, breakpoint_of(m, f"messages[{i}]"))
+    return out
 
 
 def params_of(body: Mapping[str, Any]) -> dict[str, Any]:

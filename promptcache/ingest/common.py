@@ -393,3 +393,42 @@ class HistoryMemo:
 
 #: The history memo the body readers share.
 HISTORY = HistoryMemo()
+
+
+#: Where the Vercel AI SDK carries a cache breakpoint on a message or a content part, by
+#: version: ``providerOptions`` (v5+), ``providerMetadata`` (v4's standardized prompt, as
+#: telemetry logs it in ``ai.prompt.messages``), ``experimental_providerMetadata`` (v3/v4 input);
+#: under ``anthropic.cacheControl`` (``cache_control`` accepted too), the OpenRouter provider's
+#: ``openrouter.cacheControl``, and Bedrock's ``bedrock.cachePoint``. A message-level option marks
+#: the message's last content part. https://ai-sdk.dev/providers/ai-sdk-providers/anthropic#cache-control,
+#: https://ai-sdk.dev/cookbook/node/dynamic-prompt-caching, vercel/ai issue 5883 (checked 2026-12-02).
+SDK_OPTION_KEYS = ("providerOptions", "providerMetadata", "experimental_providerMetadata")
+
+
+def sdk_cache_control(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The AI SDK cache control of a message or content part (:data:`SDK_OPTION_KEYS`) as an
+    Anthropic ``cache_control`` object (``{"type": "ephemeral", "ttl": ...}``; a Bedrock
+    ``cachePoint`` as ``{"type": "ephemeral"}``), or ``None`` when it has none."""
+    for key in SDK_OPTION_KEYS:
+        po = obj.get(key)
+        if not isinstance(po, MAPPING):
+            continue
+        for provider in ("anthropic", "openrouter"):
+            o = po.get(provider)
+            if isinstance(o, MAPPING):
+                cc = o.get("cacheControl") or o.get("cache_control")
+                if isinstance(cc, MAPPING):
+                    return cc
+        o = po.get("bedrock")
+        if isinstance(o, MAPPING) and isinstance(o.get("cachePoint"), MAPPING):
+            ttl = o["cachePoint"].get("ttl")
+            return {"type": "ephemeral", **({"ttl": ttl} if ttl else {})}
+    return None
+
+
+def without_sdk_options(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``obj`` without the AI SDK's provider options (:data:`SDK_OPTION_KEYS`): they are not
+    sent as prompt text, and a breakpoint moved to a newer message must not read as a change."""
+    if not any(k in obj for k in SDK_OPTION_KEYS):
+        return obj
+    return {k: v for k, v in obj.items() if k not in SDK_OPTION_KEYS}

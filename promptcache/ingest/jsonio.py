@@ -72,13 +72,47 @@ class ReadNotes:
     def __init__(self) -> None:
         self.replaced = 0
         self.replaced_line = 0
+        self.truncated: str | None = None  # why a compressed file ended early
+        self.last_good_line = 0  # the last complete record's line before it did
 
     def notes(self, path: str) -> list[str]:
-        """One-line warnings (empty when nothing was replaced)."""
-        if not self.replaced:
-            return []
-        return [f"{path}: {self.replaced:,} record(s) held a lone surrogate escape or bytes that are not UTF-8 "
-                f"(first at line {self.replaced_line}): decoded as U+FFFD, as Python's json does"]
+        """One-line warnings (empty when nothing was replaced or cut off)."""
+        out = []
+        if self.replaced:
+            out.append(f"{path}: {self.replaced:,} record(s) held a lone surrogate escape or bytes that are not UTF-8 "
+                       f"(first at line {self.replaced_line}): decoded as U+FFFD, as Python's json does")
+        if self.truncated:
+            out.append(f"{path}: the compressed file is truncated ({self.truncated}): read the complete records up "
+                       f"to line {self.last_good_line:,}, the rest is lost (--strict fails on it)")
+        return out
+
+
+class _Truncatable(io.RawIOBase):
+    """A gzip stream that ends, instead of raising, where the compressed data is cut off or
+    corrupt: what decompressed before it is read as usual, and ``notes.truncated`` says why it
+    ended (the caller warns, or fails under ``--strict``)."""
+
+    def __init__(self, gz: gzip.GzipFile, notes: ReadNotes):
+        self.gz, self.notes_ = gz, notes
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        if self.notes_.truncated:
+            return 0
+        try:
+            data = self.gz.read1(len(b))  # one chunk: what decompressed before a cut is kept
+        except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+            self.notes_.truncated = str(e) or type(e).__name__
+            return 0
+        n = len(data)
+        b[:n] = data
+        return n
+
+    def close(self) -> None:
+        self.gz.close()
+        super().close()
 
 
 _stdin_copy: str | None = None
@@ -167,12 +201,17 @@ def iter_records(path: str | Path, reuse_history: bool = False, notes: ReadNotes
     not decode yields ``(line, BadRecord(reason))``. A syntax error inside a JSON array ends
     the file with one BadRecord (nothing after it can be located reliably).
 
+    A ``.gz`` cut off or corrupt part-way ends where it stops (``notes.truncated`` says why);
+    its partial last line is a BadRecord.
+
     Raises:
-        InputError: when the file cannot be read at all (also a truncated or corrupt ``.gz``).
+        InputError: when the file cannot be read at all (a ``.gz`` whose header is not gzip).
     """
     raw = open_text(path)
-    fh = raw if hasattr(raw, "peek") else io.BufferedReader(raw)  # type: ignore[arg-type]
     notes = notes if notes is not None else ReadNotes()
+    if isinstance(raw, gzip.GzipFile):  # a cut-off .gz still gives its complete records
+        raw = _Truncatable(raw, notes)  # type: ignore[assignment]
+    fh = raw if hasattr(raw, "peek") else io.BufferedReader(raw, READ_BUFFER)  # type: ignore[arg-type]
     try:
         if fh.peek(3)[:3] == _BOM:  # Windows tools (PowerShell, Excel) start UTF-8 files with one
             fh.read(3)

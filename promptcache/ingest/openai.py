@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import BadRecord
 from ..model import Breakpoint, Part
-from .common import HISTORY, MAPPING, PARTS, blob_digest, require_list, stable_json
+from .common import HISTORY, MAPPING, PARTS, blob_digest, require_list, sdk_cache_control, stable_json, without_sdk_options
 
 ROLE_KIND = {
     "system": "system", "developer": "system", "user": "user", "assistant": "assistant",
@@ -33,8 +33,9 @@ AFFINITY_KEYS = ("user", "safety_identifier", "session_id")
 
 
 def _breakpoint(block: Mapping[str, Any]) -> Breakpoint | None:
-    """GPT-5.6+ ``prompt_cache_breakpoint``, or an Anthropic-style ``cache_control`` (OpenRouter)."""
-    bp = block.get("prompt_cache_breakpoint") or block.get("cache_control")
+    """GPT-5.6+ ``prompt_cache_breakpoint``, an Anthropic-style ``cache_control`` (OpenRouter),
+    or the AI SDK's ``providerOptions.anthropic.cacheControl`` (:func:`sdk_cache_control`)."""
+    bp = block.get("prompt_cache_breakpoint") or block.get("cache_control") or sdk_cache_control(block)
     if not bp:
         return None
     ttl = bp.get("ttl") if isinstance(bp, MAPPING) else None
@@ -74,8 +75,8 @@ def content_block_part(block: Any, path: str, kind: str, role: str | None, msg: 
         tag = f"<image {blob_digest(ref or stable_json(block))}{' ' + detail if detail else ''}>"
         return Part("image", path, tag, role, msg, bp)
     if t in ("input_audio", "file", "input_file", "document"):
-        return Part("document", path, f"<{t} {blob_digest(stable_json(block))}>", role, msg, bp)
-    return Part(kind, path, stable_json(block), role, msg, bp)
+        return Part("document", path, f"<{t} {blob_digest(stable_json(without_sdk_options(block)))}>", role, msg, bp)
+    return Part(kind, path, stable_json(without_sdk_options(block)), role, msg, bp)
 
 
 def parse_chat(body: Mapping[str, Any]) -> list[Part]:
@@ -121,6 +122,10 @@ def _chat_message(i: int, m: Any) -> list[Part]:
         parts.append(Part("tool_call", f"messages[{i}].function_call", stable_json(fc), role, i))
     if not parts:  # empty message: still framed
         parts.append(Part(kind, f"messages[{i}].content", "", role, i))
+    cc = sdk_cache_control(m)
+    if cc is not None and parts[-1].breakpoint is None:  # the AI SDK marks the message's last part
+        last = parts[-1]
+        parts[-1] = Part(last.kind, last.path, last.text, last.role, last.message, _breakpoint({"cache_control": cc}))
     return parts
 
 

@@ -68,8 +68,10 @@ def normalize_usage(u: Any) -> Usage | None:
     if not isinstance(u, MAPPING):
         return None
     g = u.get
-    # Anthropic (and Bedrock Converse-style camelCase).
-    if "cache_read_input_tokens" in u or "cache_creation_input_tokens" in u:
+    # Anthropic (and Bedrock Converse-style camelCase). An OpenAI-shaped usage that carries
+    # Anthropic's counts beside ``prompt_tokens`` (LiteLLM's ``Usage``) is read as OpenAI's below.
+    if ("cache_read_input_tokens" in u or "cache_creation_input_tokens" in u) \
+            and not ("prompt_tokens" in u and "input_tokens" not in u):
         read = _int(g("cache_read_input_tokens"), "cache_read_input_tokens")
         write = _int(g("cache_creation_input_tokens"), "cache_creation_input_tokens")
         cc = g("cache_creation")
@@ -95,12 +97,15 @@ def normalize_usage(u: Any) -> Usage | None:
         return Usage(total, out, cached, 0)
     # OpenAI Chat Completions (and every OpenAI-compatible server).
     if "prompt_tokens" in u:
-        d = g("prompt_tokens_details") or {}
-        cached = _int(d.get("cached_tokens"), "cached_tokens") if isinstance(d, MAPPING) else 0
-        if not cached:
-            cached = _int(g("cached_tokens"), "cached_tokens")  # Together's top-level field
-        write = _int(d.get("cache_write_tokens"), "cache_write_tokens") if isinstance(d, MAPPING) else 0
-        return Usage(_int(g("prompt_tokens"), "prompt_tokens"), _int(g("completion_tokens"), "completion_tokens"), cached, write)
+        d = g("prompt_tokens_details")
+        d = d if isinstance(d, MAPPING) else {}
+        cached = _int(d.get("cached_tokens"), "cached_tokens")
+        if not cached:  # Together's top-level field; LiteLLM's Anthropic count beside prompt_tokens
+            cached = _int(g("cached_tokens", g("cache_read_input_tokens")), "cached_tokens")
+        write, w1h = _openai_writes(u, d)
+        total = _int(g("prompt_tokens"), "prompt_tokens")
+        return Usage(total, _int(g("completion_tokens"), "completion_tokens"),
+                     cached, write, min(w1h, write))
     # OpenAI Responses API.
     if "input_tokens" in u:
         d = g("input_tokens_details") or {}
@@ -108,6 +113,41 @@ def normalize_usage(u: Any) -> Usage | None:
         write = _int(d.get("cache_write_tokens"), "cache_write_tokens") if isinstance(d, MAPPING) else 0
         return Usage(_int(g("input_tokens"), "input_tokens"), _int(g("output_tokens"), "output_tokens"), cached, write)
     return None
+
+
+#: Where OpenAI-shaped usage puts cache writes, by producer: OpenAI GPT-5.6+ and OpenRouter
+#: ``prompt_tokens_details.cache_write_tokens``
+#: (https://developers.openai.com/api/docs/guides/prompt-caching; OpenRouter SDK
+#: ``PromptTokensDetails.cacheWriteTokens``); Anthropic models behind OpenAI-compatible
+#: endpoints, Anthropic's own name nested there: GitHub Copilot's chat log
+#: (``prompt_tokens_details.cache_creation_input_tokens`` with ``anthropic_cache_creation``,
+#: jher7/tokenyst-copilot issue 16), mozilla-ai any-llm (``prompt_tokens_details``
+#: ``cache_creation_input_tokens``, PR 896) and, at the top level, LiteLLM's ``Usage``; LiteLLM's
+#: ``prompt_tokens_details.cache_creation_tokens`` (https://docs.litellm.ai/docs/completion/prompt_caching).
+#: Checked 2026-12-02.
+_OPENAI_WRITES = ("cache_write_tokens", "cache_creation_input_tokens", "cache_creation_tokens")
+
+
+def _openai_writes(u: Mapping[str, Any], d: Mapping[str, Any]) -> tuple[int, int]:
+    """``(writes, 1-hour writes)`` of an OpenAI-shaped usage ``u`` with prompt details ``d``
+    (:data:`_OPENAI_WRITES`, nested first, then at the top level; the 1-hour share from
+    ``anthropic_cache_creation`` / ``cache_creation_token_details`` / ``cache_creation``)."""
+    write = 0
+    for src in (d, u):
+        for k in _OPENAI_WRITES:
+            if src.get(k) is not None:
+                write = _int(src.get(k), k)
+                break
+        if write:
+            break
+    w1h = 0
+    for src in (d, u):
+        for k in ("anthropic_cache_creation", "cache_creation_token_details", "cache_creation"):
+            cc = src.get(k)
+            if isinstance(cc, MAPPING) and cc.get("ephemeral_1h_input_tokens") is not None:
+                w1h = _int(cc.get("ephemeral_1h_input_tokens"), "ephemeral_1h_input_tokens")
+                break
+    return write, w1h
 
 
 def find_usage(*objs: Any) -> Usage | None:
@@ -176,7 +216,10 @@ def litellm_usage(rec: Mapping[str, Any], usage_object: Any) -> Usage | None:
     https://docs.litellm.ai/docs/proxy/logging_spec and
     https://docs.litellm.ai/docs/completion/prompt_caching (checked 2026-11-29).
 
-    Returns ``None`` when the row reports no tokens at all (failed calls).
+    Returns ``None`` when the row reports no tokens at all (failed calls). A row with token
+    counts but no cache field at all (no usage object, or one without ``prompt_tokens_details``
+    and Anthropic's counts) has ``cache_reported=False``: LiteLLM's ``Usage`` always writes
+    those fields, so their absence means the cache usage was not logged, not that it was 0.
 
     Raises:
         BadRecord: when a count is negative or not a number.
@@ -198,10 +241,13 @@ def litellm_usage(rec: Mapping[str, Any], usage_object: Any) -> Usage | None:
         write = count(d.get("cache_creation_tokens"), "prompt_tokens_details.cache_creation_tokens")
     details = d.get("cache_creation_token_details") or uo.get("cache_creation")
     w1h = count(details.get("ephemeral_1h_input_tokens"), "ephemeral_1h_input_tokens") if isinstance(details, MAPPING) else None
+    # LiteLLM's Usage always carries its cache fields (prompt_tokens_details, Anthropic's counts);
+    # a row with token counts and none of them (no usage object logged) reports no cache usage
+    known = read is not None or write is not None or "prompt_tokens_details" in uo
     read, write, w1h = read or 0, write or 0, w1h or 0
     if not prompt and not out and not read and not write:
         return None
-    return Usage(including_cache(prompt or 0, read, write), out or 0, read, write, min(w1h, write))
+    return Usage(including_cache(prompt or 0, read, write), out or 0, read, write, min(w1h, write), known)
 
 
 def langfuse_usage(details: Any) -> Usage | None:

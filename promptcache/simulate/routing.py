@@ -168,6 +168,8 @@ class Router:
             return Route(pf)
         # behind a router: the upstream that served it, else the model's organisation
         target = None
+        if upstream and self.file_id(upstream, model) == pid:
+            upstream = None  # the "upstream" names the router itself (LiteLLM's custom_llm_provider): who served it is not logged
         if upstream:
             target = pf.upstream_providers.get(upstream.strip().lower()) or self.file_id(upstream, model)
             if target in self.providers and model:  # one upstream serving several families (Vertex)
