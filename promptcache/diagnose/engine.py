@@ -44,7 +44,7 @@ from ..simulate.boundaries import BoundarySim
 from ..simulate.rules import CacheRules, ProviderFile
 from .accounting import UNEXPLAINED
 from .findings import Candidate, Finding, aggregate
-from .redact import Evidence, Excerpt, identifier
+from .redact import CONTEXT, Evidence, Excerpt, Personal, identifier
 from .rules import Rule, load_rules
 from . import verdict as _verdict
 
@@ -238,6 +238,17 @@ def _permuted_lines(tr: str, tp: str) -> tuple[int, int, int, int] | None:
     return a, end_r, end_p, len(lines_r)
 
 
+def _item(text: str, at: int, width: int = 48) -> Excerpt:
+    """The start of the list item (line) at ``at`` in ``text``: at most ``width`` characters, cut
+    with ``…`` (an item's name or first words tell two orders apart; a multi-KB item is not
+    quoted whole)."""
+    nl = text.find("\n", at)
+    end = len(text) if nl < 0 else nl
+    b = min(end, at + width)
+    return Excerpt(text[at:b], False, b < end, context=text[max(0, at - CONTEXT):min(len(text), b + CONTEXT)],
+                   at=at - max(0, at - CONTEXT), focus=(0, b - at))
+
+
 def _canon(v: Any) -> Any:
     if isinstance(v, dict):
         return {k: _canon(v[k]) for k in sorted(v)}
@@ -364,6 +375,8 @@ class Diagnoser:
         """Record one cause instance; ``gap`` names the accounting gap its tokens belong to
         (``content`` for what :meth:`_pair` locates in the text)."""
         o = step.outcome
+        if not isinstance(evidence, Evidence) and any(isinstance(v, (Excerpt, Personal)) for v in evidence.values()):
+            evidence = Evidence(evidence, self.show)  # quotes are formatted (and redacted) when shown
         self._buf.append(Candidate(rule, key, o.index, o.path, o.line, segment, char, token, evidence, lost, cost, values,
                                    gap))
 
@@ -632,9 +645,11 @@ class Diagnoser:
                     def same_order(q: Request) -> Request:
                         return _with_parts(q, lambda x: replace(x, text=x.text[:a] + region + x.text[end_r:])
                                            if x.path == path else x)
+                    # the run starts at the first item out of place: quote its start on both sides
                     return self._emit_structure(step, pair, rules["items-order"], same_order, lambda q: q,
-                                                {"items": n_items, "before": Excerpt.around(part_p.text, a, end_p, 0),
-                                                 "after": Excerpt.around(part_r.text, a, end_r, 0)}, char=a)
+                                                Evidence({"items": n_items,
+                                                          "before": _item(part_p.text, a), "after": _item(part_r.text, a)},
+                                                         self.show), char=a)
         if not in_tail and pair.i >= _conversation_start(pair.rp):
             if self._history(step, pair, where_path):
                 return True
@@ -1072,7 +1087,8 @@ class Diagnoser:
             rule = self._first("timing", "check", "expired")
             if rule is not None:
                 self._add(step, rule, (o.namespace,), segment=None, char=None, token=None,
-                          evidence={"ttl_seconds": rules.ttl_seconds, "idle_seconds": round(r.arrival - prev.arrival, 1),
+                          evidence={"ttl_seconds": rules.ttl_seconds, "namespace": o.namespace,
+                                    "idle_seconds": round(r.arrival - prev.arrival, 1),
                                     "claimed_by": o.miss_reason}, lost=0, cost=None, gap=None,
                           ttl=int(rules.ttl_seconds), longer=_longer(rules.longer_lifetimes(), o.model))
         if rules.mode == "prefix" and step.prompt.segments and rules.kind == "provider":

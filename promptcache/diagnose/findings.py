@@ -16,7 +16,7 @@ from .rules import RANK, Rule
 #: What kind of cause a check kind reports: only ``content`` causes are visible in the prompt text.
 CAUSE = {"value-pattern": "content", "structural-diff": "content", "parameter-diff": "parameter",
          "length-threshold": "length", "timing": "timing", "key-usage": "cache key", "breakpoint": "breakpoint",
-         "reported-usage": "reported usage", "routing": "routing", "engine": "engine", "accounting": "unexplained"}
+         "reported-usage": "reported usage", "routing": "routing", "engine": "engine", "capacity": "capacity", "accounting": "unexplained"}
 
 
 @dataclass(slots=True)
