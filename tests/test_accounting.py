@@ -184,3 +184,49 @@ def test_headline_cache_rules_is_the_accounting_rows_sum(tmp_log):
     out = buf.getvalue()
     assert f"Left on the table: ${want:.4f}" in out
     assert f"The scenario costs differ by ${sc['simulated'].cost - sc['ideal'].cost:.4f}" in out
+
+
+def test_a_findings_requests_are_those_that_lost_tokens_to_it(tmp_log):
+    """Trial s15: PC209 said 76 requests while its accounting row said 36: instances that lost
+    nothing (the ideal cache already served the prefix from another request) were counted.
+
+    Two template versions alternate: v1, v2, v1, v2 (one character apart, early). Request 2
+    loses to the change what request 1 would have served without it: the whole system prompt
+    (what request 3 shares with request 1) less what the ideal already serves (``You are
+    Helper v``). Requests 3 and 4 lose nothing to it: the ideal cache serves each from the
+    request two back. One request, as in the accounting."""
+    fill = "Refunds go to the original payment method within five business days. " * 60
+    recs = [{"timestamp": t, "model": "gpt-4o", "messages": [
+        {"role": "system", "content": f"You are Helper v{v}.\n" + fill}, {"role": "user", "content": q}]}
+        for t, v, q in ((0, 1, "a?"), (5, 2, "b?"), (10, 1, "c?"), (15, 2, "d?"))]
+    res = audit([tmp_log(recs)], AuditOptions())
+    o = res.outcomes
+    f = next(f for f in res.findings if f.rule.id == "prefix-changed")
+    [row] = [r for r in res.accounting.rows if r.rule == "prefix-changed"]
+    assert f.tokens_lost == row.tokens == o[2].shared_prefix_tokens - o[1].shared_prefix_tokens
+    assert f.requests == row.requests == 1
+
+
+def test_a_clock_line_put_in_front_is_the_timestamp_not_a_generic_change(tmp_log):
+    """Trial s15: half the sessions put ``Current time: ...`` in front of the same system prompt.
+    A clocked session's first request, after a request without the clock, lost the whole shared
+    system prompt to that line, and was filed under the generic PC209. The line holds a
+    timestamp and what follows it is the other request's text: timestamp-in-prefix, costing
+    what request 1 would have served (its whole prompt but the user turn: what request 3, the
+    same prompt without a clock, shares with it)."""
+    base = "# Fleet assistant\nRefunds go to the original payment method within five business days. " * 60
+    recs = [{"timestamp": 0, "model": "gpt-4o", "messages": [
+                {"role": "system", "content": base}, {"role": "user", "content": "Where is my refund?"}]},
+            {"timestamp": 5, "model": "gpt-4o", "messages": [
+                {"role": "system", "content": "Current time: 2026-11-02T09:00:05Z\n" + base},
+                {"role": "user", "content": "Can I return shoes?"}]},
+            {"timestamp": 9, "model": "gpt-4o", "messages": [
+                {"role": "system", "content": base}, {"role": "user", "content": "Is shipping free?"}]}]
+    res = audit([tmp_log(recs)], AuditOptions())
+    f = next(f for f in res.findings if f.rule.id == "timestamp-in-prefix")
+    # request 3 (no clock) after request 2 loses nothing: the ideal cache serves it from request 1
+    assert sum(x.tokens_lost for x in res.findings if x.rule.id == "prefix-changed") == 0
+    assert (f.line, f.requests, f.segment) == (2, 1, "messages[0].content")
+    assert f.evidence["value"] == "2026-11-02T09:00:05Z"
+    shared = res.outcomes[2].shared_prefix_tokens  # request 3 reads request 1's system prompt
+    assert f.tokens_lost == shared - res.outcomes[1].shared_prefix_tokens

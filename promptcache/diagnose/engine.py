@@ -249,6 +249,21 @@ def _item(text: str, at: int, width: int = 48) -> Excerpt:
                    at=at - max(0, at - CONTEXT), focus=(0, b - at))
 
 
+def _inserted_line(tr: str, tp: str, ms: int, me: int, follow: int = 32, longest: int = 200) -> bool:
+    """Whether the line of ``tr`` starting at ``ms`` and holding a value a pattern matched (up to
+    ``me``) was added: ``tr`` and ``tp`` agree before it, it ends within ``longest`` characters,
+    and ``tp`` goes on at ``ms`` with what follows that line in ``tr`` (at least ``follow``
+    characters of it). A clock line put in front of a system prompt another request sends
+    without one."""
+    if ms and tr[ms - 1] != "\n":
+        return False
+    nl = tr.find("\n", me)
+    if nl < 0 or nl - ms > longest:
+        return False
+    after = tr[nl + 1:nl + 1 + follow]
+    return len(after) == follow and tp.startswith(after, ms)
+
+
 def _canon(v: Any) -> Any:
     if isinstance(v, dict):
         return {k: _canon(v[k]) for k in sorted(v)}
@@ -792,6 +807,8 @@ class Diagnoser:
             for m in pat.finditer(tr, lo, hi):
                 ms, me = m.span()
                 s, e = m.span("value") if has_value else (ms, me)
+                if not numeric and c <= ms and tr.rfind("\n", 0, ms) + 1 == c and _inserted_line(tr, tp, c, me):
+                    return s, e, c  # a line holding the value added where p goes on with what follows it
                 if not (ms <= c <= me and (s <= c <= e or ms <= c <= s)):
                     continue
                 mp = pat.match(tp, ms)
