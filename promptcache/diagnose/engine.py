@@ -582,6 +582,8 @@ class Diagnoser:
         part_r = next((x for x in r.parts if x.path == where_path), None)
         part_p = None if part_r is None else next((x for x in p.parts if x.path == part_r.path), None)
         seg_p = pair.pp.segments[pair.j]
+        if "history-part-removed" in rules and not in_tail and self._part_removed(step, pair, rules["history-part-removed"]):
+            return True
         if "rendered" in rules and not in_tail and part_r is not None and part_p is not None \
                 and part_r.text == part_p.text and seg.text != seg_p.text:
             # the request holds the same content, the chat template renders it otherwise
@@ -669,6 +671,38 @@ class Diagnoser:
             if self._history(step, pair, where_path):
                 return True
         return False
+
+    def _part_removed(self, step: Step, pair: Pair, rule: Rule) -> bool:
+        """A content part taken out of an earlier message: the first message of the conversation
+        that differs holds the predecessor's parts less some, in order (Cline, Roo Code and Kilo
+        Code send ``<environment_details>`` with the newest user turn only and strip it from
+        that turn when the next one starts). Everything the predecessor would have served from
+        the removed part on is sent again; the message's other parts are byte-identical, so the
+        request is the same in what it keeps, not rendered otherwise."""
+        r, p = pair.r, pair.p
+        cr, cp = _conversation(r), _conversation(p)
+        k = next((n for n, (x, y) in enumerate(zip(cr, cp)) if x[1:3] != y[1:3]), None)
+        if k is None or cr[k][0] != cp[k][0] or cr[k][1] != cp[k][1]:
+            return False
+        mine = [x for x in r.parts if x.message == cr[k][0]]
+        theirs = [x for x in p.parts if x.message == cp[k][0]]
+        if len(mine) >= len(theirs) or not mine:
+            return False
+        it = iter(theirs)
+        if not all(any(y.text == x.text for y in it) for x in mine):
+            return False  # not the same parts less some
+        kept = {id(y) for x in mine for y in theirs if y.text == x.text}
+        removed = [y for y in theirs if id(y) not in kept]
+        if not removed or any(x.kind in ("tool", "tool_call", "param") for x in removed):
+            return False
+        gone = removed[0]
+        lost = max(0, pair.pp.n_tokens - pair.d)
+        gained, cost = self._report_lost(step, pair, lost)
+        self._add(step, rule, ("part-removed",), segment=gone.path, char=None, token=pair.d,
+                  evidence=Evidence({"message": cp[k][0], "role": cp[k][1], "part": gone.path,
+                                     "parts_removed": len(removed), "before": _item(gone.text, 0)}, self.show),
+                  lost=gained, cost=cost)
+        return True
 
     def _history(self, step: Step, pair: Pair, where: str) -> bool:
         """Rewrites inside the conversation history, against the predecessor's: the window's
