@@ -5,6 +5,7 @@ cause, and causes only the reported usage shows."""
 from __future__ import annotations
 
 import io
+from decimal import Decimal
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -147,3 +148,85 @@ def test_slot_eviction_is_named_with_its_tokens(tmp_log):
     assert third.cached_tokens < 20 and third.shared_prefix_tokens > 500 and third.miss_reason == "evicted"
     (f,) = [f for f in res.findings if f.rule.id == "slot-evicted"]
     assert f.tokens_lost == third.shared_prefix_tokens - third.cached_tokens and f.requests == 1
+
+
+def test_headline_cache_rules_is_the_accounting_rows_sum(tmp_log):
+    """Trial s02/s06: the headline said "$0.2956 to the cache rules" (simulated minus ideal
+    scenario cost) while the accounting's cache-rules row said $0.2696. Now both are the rules
+    gap's rows; the scenario difference is its own, labelled figure.
+
+    Two Anthropic requests share the ~529-token system prompt under a breakpoint, below the
+    1,024-token minimum: the simulated rules neither read nor write it, the ideal cache reads it.
+    Each of those tokens is billed at the full $3.00/M instead of the $0.30/M read price:
+    shared × $2.70/M (529 × 2.70e-6 = $0.0014283 when the tokenizer counts 529)."""
+    stable = "Refunds go to the original payment method within five business days. " * 40
+    recs = [{"timestamp": t, "model": "claude-sonnet-4-5", "max_tokens": 100,
+             "system": [{"type": "text", "text": stable, "cache_control": {"type": "ephemeral"}}],
+             "messages": [{"role": "user", "content": q}]}
+            for t, q in ((0, "Where is my refund for order 1?"), (5, "Can I return shoes?"))]
+    res = audit([tmp_log(recs)], AuditOptions())
+    second = res.outcomes[1]
+    assert second.cached_tokens == 0 and second.write_tokens == 0 and second.miss_reason == "below_min"
+    shared = second.shared_prefix_tokens
+    assert 500 < shared < 560
+    want = shared * Decimal("2.70") / 1_000_000
+    [row] = res.accounting.rows
+    assert (row.rule, row.tokens, row.cost_usd) == ("below-minimum", shared, want)
+    sav = audit_record(res, include_requests=False)["summary"]["savings_usd"]
+    assert sav["cache_rules"] == pytest.approx(float(want), abs=1e-6)
+    assert sav["left_on_table"] == pytest.approx(float(want), abs=1e-6)
+    sc = res.scenarios
+    assert sav["simulated_vs_ideal"] == pytest.approx(float(sc["simulated"].cost - sc["ideal"].cost), abs=1e-6)
+    assert abs(sav["simulated_vs_ideal"] - sav["cache_rules"]) > 1e-4  # the two definitions differ here
+    from promptcache.report.audit_text import render_audit
+    buf = io.StringIO()
+    render_audit(res, Console(file=buf, width=300, color_system=None))
+    out = buf.getvalue()
+    assert f"Left on the table: ${want:.4f}" in out
+    assert f"The scenario costs differ by ${sc['simulated'].cost - sc['ideal'].cost:.4f}" in out
+
+
+def test_a_findings_requests_are_those_that_lost_tokens_to_it(tmp_log):
+    """Trial s15: PC209 said 76 requests while its accounting row said 36: instances that lost
+    nothing (the ideal cache already served the prefix from another request) were counted.
+
+    Two template versions alternate: v1, v2, v1, v2 (one character apart, early). Request 2
+    loses to the change what request 1 would have served without it: the whole system prompt
+    (what request 3 shares with request 1) less what the ideal already serves (``You are
+    Helper v``). Requests 3 and 4 lose nothing to it: the ideal cache serves each from the
+    request two back. One request, as in the accounting."""
+    fill = "Refunds go to the original payment method within five business days. " * 60
+    recs = [{"timestamp": t, "model": "gpt-4o", "messages": [
+        {"role": "system", "content": f"You are Helper v{v}.\n" + fill}, {"role": "user", "content": q}]}
+        for t, v, q in ((0, 1, "a?"), (5, 2, "b?"), (10, 1, "c?"), (15, 2, "d?"))]
+    res = audit([tmp_log(recs)], AuditOptions())
+    o = res.outcomes
+    f = next(f for f in res.findings if f.rule.id == "prefix-changed")
+    [row] = [r for r in res.accounting.rows if r.rule == "prefix-changed"]
+    assert f.tokens_lost == row.tokens == o[2].shared_prefix_tokens - o[1].shared_prefix_tokens
+    assert f.requests == row.requests == 1
+
+
+def test_a_clock_line_put_in_front_is_the_timestamp_not_a_generic_change(tmp_log):
+    """Trial s15: half the sessions put ``Current time: ...`` in front of the same system prompt.
+    A clocked session's first request, after a request without the clock, lost the whole shared
+    system prompt to that line, and was filed under the generic PC209. The line holds a
+    timestamp and what follows it is the other request's text: timestamp-in-prefix, costing
+    what request 1 would have served (its whole prompt but the user turn: what request 3, the
+    same prompt without a clock, shares with it)."""
+    base = "# Fleet assistant\nRefunds go to the original payment method within five business days. " * 60
+    recs = [{"timestamp": 0, "model": "gpt-4o", "messages": [
+                {"role": "system", "content": base}, {"role": "user", "content": "Where is my refund?"}]},
+            {"timestamp": 5, "model": "gpt-4o", "messages": [
+                {"role": "system", "content": "Current time: 2026-11-02T09:00:05Z\n" + base},
+                {"role": "user", "content": "Can I return shoes?"}]},
+            {"timestamp": 9, "model": "gpt-4o", "messages": [
+                {"role": "system", "content": base}, {"role": "user", "content": "Is shipping free?"}]}]
+    res = audit([tmp_log(recs)], AuditOptions())
+    f = next(f for f in res.findings if f.rule.id == "timestamp-in-prefix")
+    # request 3 (no clock) after request 2 loses nothing: the ideal cache serves it from request 1
+    assert sum(x.tokens_lost for x in res.findings if x.rule.id == "prefix-changed") == 0
+    assert (f.line, f.requests, f.segment) == (2, 1, "messages[0].content")
+    assert f.evidence["value"] == "2026-11-02T09:00:05Z"
+    shared = res.outcomes[2].shared_prefix_tokens  # request 3 reads request 1's system prompt
+    assert f.tokens_lost == shared - res.outcomes[1].shared_prefix_tokens

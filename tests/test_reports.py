@@ -279,7 +279,8 @@ def test_html_report_in_headless_chromium(browser, tmp_path, hostile):
     assert _dollars(txt["kpi-saved"]) == pytest.approx(sc["no_cache"]["cost_usd"] - sc["simulated"]["cost_usd"], abs=5.2e-5)
     # left on the table: what the cache rules keep from the ideal cache, plus what the prompt changes cost
     sv = j["summary"]["savings_usd"]
-    assert sv["cache_rules"] == pytest.approx(sc["simulated"]["cost_usd"] - sc["ideal"]["cost_usd"], abs=2e-6)
+    assert sv["cache_rules"] == pytest.approx(j["accounting"]["gaps"]["rules"]["cost_usd"], abs=2e-6)
+    assert sv["simulated_vs_ideal"] == pytest.approx(sc["simulated"]["cost_usd"] - sc["ideal"]["cost_usd"], abs=2e-6)
     assert sv["prompt_changes"] > 0
     assert _dollars(txt["kpi-left"]) == pytest.approx(sv["cache_rules"] + sv["prompt_changes"], abs=5.2e-5)
     rows = browser.find_elements(By.CSS_SELECTOR, "#findings tr.finding")

@@ -44,7 +44,7 @@ from ..simulate.boundaries import BoundarySim
 from ..simulate.rules import CacheRules, ProviderFile
 from .accounting import UNEXPLAINED
 from .findings import Candidate, Finding, aggregate
-from .redact import Evidence, Excerpt, identifier
+from .redact import CONTEXT, Evidence, Excerpt, Personal, identifier
 from .rules import Rule, load_rules
 from . import verdict as _verdict
 
@@ -238,6 +238,32 @@ def _permuted_lines(tr: str, tp: str) -> tuple[int, int, int, int] | None:
     return a, end_r, end_p, len(lines_r)
 
 
+def _item(text: str, at: int, width: int = 48) -> Excerpt:
+    """The start of the list item (line) at ``at`` in ``text``: at most ``width`` characters, cut
+    with ``…`` (an item's name or first words tell two orders apart; a multi-KB item is not
+    quoted whole)."""
+    nl = text.find("\n", at)
+    end = len(text) if nl < 0 else nl
+    b = min(end, at + width)
+    return Excerpt(text[at:b], False, b < end, context=text[max(0, at - CONTEXT):min(len(text), b + CONTEXT)],
+                   at=at - max(0, at - CONTEXT), focus=(0, b - at))
+
+
+def _inserted_line(tr: str, tp: str, ms: int, me: int, follow: int = 32, longest: int = 200) -> bool:
+    """Whether the line of ``tr`` starting at ``ms`` and holding a value a pattern matched (up to
+    ``me``) was added: ``tr`` and ``tp`` agree before it, it ends within ``longest`` characters,
+    and ``tp`` goes on at ``ms`` with what follows that line in ``tr`` (at least ``follow``
+    characters of it). A clock line put in front of a system prompt another request sends
+    without one."""
+    if ms and tr[ms - 1] != "\n":
+        return False
+    nl = tr.find("\n", me)
+    if nl < 0 or nl - ms > longest:
+        return False
+    after = tr[nl + 1:nl + 1 + follow]
+    return len(after) == follow and tp.startswith(after, ms)
+
+
 def _canon(v: Any) -> Any:
     if isinstance(v, dict):
         return {k: _canon(v[k]) for k in sorted(v)}
@@ -364,6 +390,8 @@ class Diagnoser:
         """Record one cause instance; ``gap`` names the accounting gap its tokens belong to
         (``content`` for what :meth:`_pair` locates in the text)."""
         o = step.outcome
+        if not isinstance(evidence, Evidence) and any(isinstance(v, (Excerpt, Personal)) for v in evidence.values()):
+            evidence = Evidence(evidence, self.show)  # quotes are formatted (and redacted) when shown
         self._buf.append(Candidate(rule, key, o.index, o.path, o.line, segment, char, token, evidence, lost, cost, values,
                                    gap))
 
@@ -554,6 +582,8 @@ class Diagnoser:
         part_r = next((x for x in r.parts if x.path == where_path), None)
         part_p = None if part_r is None else next((x for x in p.parts if x.path == part_r.path), None)
         seg_p = pair.pp.segments[pair.j]
+        if "history-part-removed" in rules and not in_tail and self._part_removed(step, pair, rules["history-part-removed"]):
+            return True
         if "rendered" in rules and not in_tail and part_r is not None and part_p is not None \
                 and part_r.text == part_p.text and seg.text != seg_p.text:
             # the request holds the same content, the chat template renders it otherwise
@@ -632,13 +662,47 @@ class Diagnoser:
                     def same_order(q: Request) -> Request:
                         return _with_parts(q, lambda x: replace(x, text=x.text[:a] + region + x.text[end_r:])
                                            if x.path == path else x)
+                    # the run starts at the first item out of place: quote its start on both sides
                     return self._emit_structure(step, pair, rules["items-order"], same_order, lambda q: q,
-                                                {"items": n_items, "before": Excerpt.around(part_p.text, a, end_p, 0),
-                                                 "after": Excerpt.around(part_r.text, a, end_r, 0)}, char=a)
+                                                Evidence({"items": n_items,
+                                                          "before": _item(part_p.text, a), "after": _item(part_r.text, a)},
+                                                         self.show), char=a)
         if not in_tail and pair.i >= _conversation_start(pair.rp):
             if self._history(step, pair, where_path):
                 return True
         return False
+
+    def _part_removed(self, step: Step, pair: Pair, rule: Rule) -> bool:
+        """A content part taken out of an earlier message: the first message of the conversation
+        that differs holds the predecessor's parts less some, in order (Cline, Roo Code and Kilo
+        Code send ``<environment_details>`` with the newest user turn only and strip it from
+        that turn when the next one starts). Everything the predecessor would have served from
+        the removed part on is sent again; the message's other parts are byte-identical, so the
+        request is the same in what it keeps, not rendered otherwise."""
+        r, p = pair.r, pair.p
+        cr, cp = _conversation(r), _conversation(p)
+        k = next((n for n, (x, y) in enumerate(zip(cr, cp)) if x[1:3] != y[1:3]), None)
+        if k is None or cr[k][0] != cp[k][0] or cr[k][1] != cp[k][1]:
+            return False
+        mine = [x for x in r.parts if x.message == cr[k][0]]
+        theirs = [x for x in p.parts if x.message == cp[k][0]]
+        if len(mine) >= len(theirs) or not mine:
+            return False
+        it = iter(theirs)
+        if not all(any(y.text == x.text for y in it) for x in mine):
+            return False  # not the same parts less some
+        kept = {id(y) for x in mine for y in theirs if y.text == x.text}
+        removed = [y for y in theirs if id(y) not in kept]
+        if not removed or any(x.kind in ("tool", "tool_call", "param") for x in removed):
+            return False
+        gone = removed[0]
+        lost = max(0, pair.pp.n_tokens - pair.d)
+        gained, cost = self._report_lost(step, pair, lost)
+        self._add(step, rule, ("part-removed",), segment=gone.path, char=None, token=pair.d,
+                  evidence=Evidence({"message": cp[k][0], "role": cp[k][1], "part": gone.path,
+                                     "parts_removed": len(removed), "before": _item(gone.text, 0)}, self.show),
+                  lost=gained, cost=cost)
+        return True
 
     def _history(self, step: Step, pair: Pair, where: str) -> bool:
         """Rewrites inside the conversation history, against the predecessor's: the window's
@@ -777,6 +841,8 @@ class Diagnoser:
             for m in pat.finditer(tr, lo, hi):
                 ms, me = m.span()
                 s, e = m.span("value") if has_value else (ms, me)
+                if not numeric and c <= ms and tr.rfind("\n", 0, ms) + 1 == c and _inserted_line(tr, tp, c, me):
+                    return s, e, c  # a line holding the value added where p goes on with what follows it
                 if not (ms <= c <= me and (s <= c <= e or ms <= c <= s)):
                     continue
                 mp = pat.match(tp, ms)
@@ -1083,7 +1149,8 @@ class Diagnoser:
             rule = self._first("timing", "check", "expired")
             if rule is not None:
                 self._add(step, rule, (o.namespace,), segment=None, char=None, token=None,
-                          evidence={"ttl_seconds": rules.ttl_seconds, "idle_seconds": round(r.arrival - prev.arrival, 1),
+                          evidence={"ttl_seconds": rules.ttl_seconds, "namespace": o.namespace,
+                                    "idle_seconds": round(r.arrival - prev.arrival, 1),
                                     "claimed_by": o.miss_reason}, lost=0, cost=None, gap=None,
                           ttl=int(rules.ttl_seconds), longer=_longer(rules.longer_lifetimes(), o.model))
         if rules.mode == "prefix" and step.prompt.segments and rules.kind == "provider":

@@ -16,7 +16,7 @@ from .rules import RANK, Rule
 #: What kind of cause a check kind reports: only ``content`` causes are visible in the prompt text.
 CAUSE = {"value-pattern": "content", "structural-diff": "content", "parameter-diff": "parameter",
          "length-threshold": "length", "timing": "timing", "key-usage": "cache key", "breakpoint": "breakpoint",
-         "reported-usage": "reported usage", "routing": "routing", "engine": "engine", "accounting": "unexplained"}
+         "reported-usage": "reported usage", "routing": "routing", "engine": "engine", "capacity": "capacity", "accounting": "unexplained"}
 
 
 @dataclass(slots=True)
@@ -70,7 +70,8 @@ class Finding:
         segment, char_offset, token_index: where the cause sits in that request.
         evidence: the first instance's evidence (redacted unless ``--show-text``), with the
             provider's own verdict where responses carried one (:func:`verdicts`).
-        requests: affected requests.
+        requests: requests that lost tokens to the cause (every request it names, for a finding
+            that claims no tokens).
         tokens_lost: tokens lost over the whole log.
         cost_usd_lost: money lost over the log under the simulated rules, or ``None``.
         first_request: id of the first affected request.
@@ -168,7 +169,10 @@ def aggregate(cands: list[Candidate]) -> list[Finding]:
         cost = sum(priced, Decimal(0)) if priced else None
         if tokens == 0 and all(c.gap is not None for c in cs):
             cost = None  # lost nothing: not listed as costing money
-        n = len({c.index for c in cs})  # a request may lose tokens in two gaps to one cause
+        # requests that lost tokens to the cause (as the accounting's rows count them); a finding
+        # that claims no tokens (a what-if saving, a latent cause) counts every request it names.
+        # A request may lose tokens in two gaps to one cause: it counts once.
+        n = len({c.index for c in cs if c.tokens_lost > 0} or {c.index for c in cs})
         values = {"requests": n, "tokens_lost": f"{tokens:,}", "segment": first.segment,
                   **{k: v for k, v in evidence.items() if isinstance(v, (str, int, float))}, **first.values}
         out.append(Finding(first.rule, first.rule.format(**values), first.path, first.line, first.segment,

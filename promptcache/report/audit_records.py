@@ -31,26 +31,44 @@ def scenario_record(t: ScenarioTotals) -> dict[str, Any]:
     }
 
 
-def left_on_table(res: AuditResult) -> Decimal | None:
-    """What the log could save, in USD: the cache rules' gap (simulated cost minus the ideal
-    cache's) plus what the prompt changes the diagnosis located cost beyond the ideal (the
-    accounting's ``content`` gap: the same traffic without them). The two gaps are disjoint by
-    construction (:mod:`promptcache.diagnose.accounting`). ``None`` when unpriced."""
+def cache_rules_cost(res: AuditResult) -> Decimal | None:
+    """What the cache rules keep from the ideal cache, in USD: the accounting's ``rules`` gap (the
+    sum of its rows, each request's tokens priced as reads instead of what the simulation billed
+    for them), so the headline and the accounting table give one amount. Without an accounting,
+    the simulated scenario's cost minus the ideal's. ``None`` when unpriced."""
     sim, ideal = res.scenarios["simulated"].cost, res.scenarios["ideal"].cost
     if sim is None or ideal is None:
         return None
+    if res.accounting is None:
+        return sim - ideal
+    return res.accounting.cost.get("rules") or Decimal(0)
+
+
+def left_on_table(res: AuditResult) -> Decimal | None:
+    """What the log could save, in USD: the accounting's ``rules`` gap (:func:`cache_rules_cost`)
+    plus its ``content`` gap (what the prompt changes the diagnosis located cost: the same traffic
+    without them). The two gaps are disjoint by construction
+    (:mod:`promptcache.diagnose.accounting`), so the headline is the sum of the table's rows in
+    those gaps. ``None`` when unpriced."""
+    rules = cache_rules_cost(res)
+    if rules is None:
+        return None
     content = res.accounting.cost.get("content") if res.accounting is not None else None
-    return sim - ideal + (content or Decimal(0))
+    return rules + (content or Decimal(0))
 
 
 def _savings(res: AuditResult) -> dict[str, Any]:
     sim, nc, ideal = res.scenarios["simulated"], res.scenarios["no_cache"], res.scenarios["ideal"]
     acc = res.accounting
     left = left_on_table(res)
+    rules = cache_rules_cost(res)
     return {
         "simulated_vs_no_cache": money(nc.cost - sim.cost) if nc.cost is not None and sim.cost is not None else None,
         "left_on_table": money(left) if left is not None else None,
-        "cache_rules": money(sim.cost - ideal.cost) if sim.cost is not None and ideal.cost is not None else None,
+        "cache_rules": money(rules) if rules is not None else None,
+        # the scenario table's difference: it also counts the cache writes each scenario makes
+        # on other requests, so it is not what the rules gap's rows add up to
+        "simulated_vs_ideal": money(sim.cost - ideal.cost) if sim.cost is not None and ideal.cost is not None else None,
         "prompt_changes": money(acc.cost["content"]) if acc is not None and acc.cost.get("content") is not None else None,
     }
 

@@ -11,7 +11,7 @@ from rich.text import Text
 
 from ..plurals import counted
 from ..pipeline import AuditResult
-from .audit_records import left_on_table
+from .audit_records import cache_rules_cost, left_on_table
 from .numbers import duration, miss_reason, pct, usd
 
 
@@ -60,12 +60,17 @@ def render_audit(res: AuditResult, console: Console, *, top: int = 10) -> None:
     if nc is not None and sim is not None and ideal is not None:
         saved = nc - sim
         lost = left_on_table(res)
+        rules = cache_rules_cost(res)
         content = res.accounting.cost.get("content") if res.accounting is not None else None
-        split = (f": {usd(content)} to prompt changes that end the shared prefix, {usd(sim - ideal)} to the cache "
+        split = (f": {usd(content)} to prompt changes that end the shared prefix, {usd(rules)} to the cache "
                  "rules (the simulated rules against the ideal cache)" if content else
                  " — the gap between the simulated rules and the ideal cache")
+        note = ""
+        if rules is not None and round(sim - ideal, 4) != round(rules, 4):
+            note = (f" [dim](The scenario costs differ by {usd(sim - ideal)}, simulated against ideal: they also count"
+                    " the cache writes each scenario makes on other requests.)[/]")
         console.print(f"Caching saves {usd(saved)} ({pct(float(saved / nc)) if nc else '0%'}) against no cache."
-                      f" [bold]Left on the table: {usd(lost)}[/]{per_day(lost, res.span_seconds)}{split}.")
+                      f" [bold]Left on the table: {usd(lost)}[/]{per_day(lost, res.span_seconds)}{split}.{note}")
     else:
         console.print("[yellow]No prices for these requests: token counts only (add prices with --prices FILE).[/]")
     if any(r.kind == "provider" and r.mode == "prefix" for r in res.rules.values()):

@@ -91,7 +91,11 @@ def render_markdown(rec: dict[str, Any], proposals: Sequence[dict[str, Any]] | N
                    + (f" (≈ {usd(per_day)}/day at this log's rate)" if per_day is not None else "")
                    + (f": {usd(sav['prompt_changes'])} to prompt changes that end the shared prefix, "
                       f"{usd(sav['cache_rules'])} to the cache rules (the simulated rules against an ideal cache)."
-                      if sav.get("prompt_changes") else " — the gap between the simulated rules and an ideal cache."))
+                      if sav.get("prompt_changes") else " — the gap between the simulated rules and an ideal cache.")
+                   + (f" (The scenario costs differ by {usd(sav['simulated_vs_ideal'])}, simulated against ideal: they "
+                      "also count the cache writes each scenario makes on other requests.)"
+                      if sav.get("simulated_vs_ideal") is not None and sav.get("cache_rules") is not None
+                      and round(sav["simulated_vs_ideal"], 4) != round(sav["cache_rules"], 4) else ""))
     else:
         out.append("No prices for these models: token counts only.")
     out += inputs_table(rec["inputs"])
