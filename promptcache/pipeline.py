@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
+from .diagnose.redact import identifier
 from .errors import ConfigError
 from .ingest import InputStats, ReadOptions, read_inputs
 from .ingest.common import provider_for_model
@@ -257,6 +258,8 @@ class _Pipeline:
         self.rules: dict[tuple[str, str | None, str | None], CacheRules] = {}
         self.ns_rules: dict[str, CacheRules] = {}
         self.ns_labels: dict[str, str] = {}
+        self.shown_ids: dict[tuple[str, str], str] = {}  # (identifier, value) -> how labels show it
+        self.shown_owner: dict[str, tuple[str, str]] = {}  # shown form -> (identifier, value)
         self.ideal_tokenizers: dict[str, str] = {}  # model -> the tokenizer of its first ideal cache
         self.tokenizer_first: dict[str, int] = {}  # tokenizer -> index of the first request it counted
         self.sim = Simulator()
@@ -379,12 +382,18 @@ class _Pipeline:
         provider partitions by (``cache_key``, ``service_tier``, ``affinity:<name>``: a routing
         identifier the log carries, such as xAI's ``x-grok-conv-id`` or Fireworks'
         ``x-session-affinity``), the upstream behind a router, and the cache mode where a
-        provider keeps explicit and implicit caches apart."""
+        provider keeps explicit and implicit caches apart.
+
+        A cache key or a routing identifier is often a user's id or e-mail address: the label
+        shows it as its kind and salted fingerprint (``/key=<cache key #3fa2c1d0>``, as findings
+        show it: :mod:`promptcache.diagnose.redact`), the value itself only with ``show_text``
+        (``--show-text``). Two values whose fingerprints collide get ``-2``, ``-3`` ... in order
+        of first use, so that the label still tells namespaces apart."""
         ns = f"{route.label}/{req.model or '-'}"
         if route.via and route.upstream:
             ns += f"/upstream={route.upstream}"
         if "cache_key" in pf.namespace and req.cache_key:
-            ns += f"/key={req.cache_key}"
+            ns += f"/key={self.shown('cache_key', req.cache_key)}"
         if "service_tier" in pf.namespace and req.params and req.params.get("service_tier"):
             tier = str(req.params["service_tier"])
             if tier not in ("auto", "default"):
@@ -396,10 +405,27 @@ class _Pipeline:
                 if v is None:
                     v = next((x for k, x in req.affinity.items() if k.lower() == name), None)
                 if v:
-                    ns += f"/{name}={v}"
+                    ns += f"/{name}={self.shown(name, str(v))}"
         if pf.id in _SELECTING and rules.mode != "prefix":
             ns += "/explicit"
         return ns
+
+
+    def shown(self, name: str, value: str) -> str:
+        """How a namespace label shows identifier ``name``'s ``value`` (see :meth:`namespace`):
+        the value with ``show_text``, else ``<kind #fingerprint>``, unique within the run."""
+        if self.opts.show_text:
+            return value
+        got = self.shown_ids.get((name, value))
+        if got is None:
+            base = identifier(name, value).render(False)  # type: ignore[union-attr]
+            got, n = base, 1
+            while got in self.shown_owner:
+                n += 1
+                got = f"{base[:-1]}-{n}>"
+            self.shown_ids[(name, value)] = got
+            self.shown_owner[got] = (name, value)
+        return got
 
 
 #: Provider files with ``select`` entries (explicit and implicit caches, Qwen): filled on load.

@@ -186,7 +186,7 @@ def test_cli_written_log_audits_to_the_printed_after(tmp_path):
 
 def test_what_is_left_is_reported_in_every_format(tmp_path):
     """C26 (DeepSeek) after its plan: the tokens between simulated and ideal are the proposed
-    log's unexplained rules gap, described as DeepSeek's cache prefix units,
+    log's rules gap, claimed by cache-unit-not-persisted (DeepSeek's cache prefix units),
     never as breakpoints, which DeepSeek does not have; the same causes in the JSON, text,
     Markdown and HTML reports (their proposal sections)."""
     import subprocess
@@ -196,7 +196,7 @@ def test_what_is_left_is_reported_in_every_format(tmp_path):
     res = _propose(case)
     (p,) = res.proposals
     rules = p.remaining.of("rules")
-    assert [c.rule for c in rules] == ["unexplained"]
+    assert [c.rule for c in rules] == ["cache-unit-not-persisted"]  # PC309: a known mechanic, not unexplained
     assert rules[0].tokens == p.after["ideal"].cached_tokens - p.after["simulated"].cached_tokens > 0
     assert "cache prefix unit" in rules[0].description and "breakpoint" not in rules[0].description
     outs = {}
@@ -208,7 +208,7 @@ def test_what_is_left_is_reported_in_every_format(tmp_path):
         outs[fmt] = out.read_text() if fmt != "text" else got.stdout
     rec = json.loads(outs["json"])["proposals"][0]["remaining"]
     assert rec["gaps"]["rules"] == rules[0].tokens
-    assert [c["cause"] for c in rec["causes"] if c["gap"] == "rules"] == ["unexplained"]
+    assert [c["cause"] for c in rec["causes"] if c["gap"] == "rules"] == ["cache-unit-not-persisted"]
     html = outs["html"]
     start = html.index('<section id="proposals">')
     outs["html"] = html[start:html.index("</section>", start)]  # the proposals, not the audit's own sections

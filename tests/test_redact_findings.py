@@ -131,3 +131,69 @@ def test_routing_identifiers_and_cache_keys_are_fingerprinted_in_every_format(tm
     f = finding(json.loads(got["json"]), "cache-key-unique")
     assert re.fullmatch(r"<cache key #[0-9a-f]{8}>", f["evidence"]["cache_key"])
     assert f["evidence"]["cache_key"] == f"<cache key #{fp(keys[1], monkeypatch)}>"
+
+
+def keyed_log(tmp_path: Path) -> Path:
+    """Four calls sharing a 1,750-token system prompt, ``prompt_cache_key`` an e-mail address
+    (alice's on three, bob's on one), as clients that key the cache by user do."""
+    recs = []
+    for k, key in enumerate(["alice@example.com", "alice@example.com", "bob@example.org", "alice@example.com"]):
+        msgs = [{"role": "system", "content": "You are the refunds desk.\n" + HANDBOOK}, {"role": "user", "content": f"Order {k}?"}]
+        recs.append({"timestamp": f"2026-05-01T10:0{k}:00Z",
+                     "request": {"model": "gpt-4.1", "messages": msgs, "prompt_cache_key": key},
+                     "response": {"id": f"c{k}", "usage": {"prompt_tokens": 1750, "completion_tokens": 5,
+                                                           "prompt_tokens_details": {"cached_tokens": 0}}}})
+    return shapes.write(tmp_path / "keys.jsonl", recs)
+
+
+def hand_fp(value: str) -> str:
+    """The fingerprint worked out apart from the code: 8 hex digits of BLAKE2b keyed with KEY."""
+    import hashlib
+
+    return hashlib.blake2b(value.encode(), key=bytes.fromhex(KEY), digest_size=4).hexdigest()
+
+
+def test_cache_keys_in_namespace_labels_are_fingerprinted(tmp_path, monkeypatch):
+    """The namespace label (``openai/gpt-4.1/key=...``: every report's namespace table, the
+    rules lines, the outcomes) shows a cache key as its kind and fingerprint; --show-text shows
+    the key; two keys whose fingerprints collide still get two labels."""
+    from promptcache.pipeline import AuditOptions, audit
+
+    monkeypatch.setenv(rd.KEY_ENV, KEY)
+    rd._key.cache_clear()
+    path = keyed_log(tmp_path)
+    try:
+        res = audit([path], AuditOptions())
+        alice, bob = f"openai/gpt-4.1/key=<cache key #{hand_fp('alice@example.com')}>", \
+            f"openai/gpt-4.1/key=<cache key #{hand_fp('bob@example.org')}>"
+        assert [o.namespace for o in res.outcomes] == [alice, alice, bob, alice]
+        assert set(res.rules) == {alice, bob} and set(res.namespaces) == {alice, bob}
+        shown = audit([path], AuditOptions(show_text=True))
+        assert [o.namespace for o in shown.outcomes] == [f"openai/gpt-4.1/key={k}" for k in
+                                                         ("alice@example.com", "alice@example.com", "bob@example.org",
+                                                          "alice@example.com")]
+        monkeypatch.setattr(rd, "fingerprint", lambda value: "0badf00d")
+        clash = audit([path], AuditOptions())
+        assert [o.namespace for o in clash.outcomes] == ["openai/gpt-4.1/key=<cache key #0badf00d>"] * 2 + \
+            ["openai/gpt-4.1/key=<cache key #0badf00d-2>", "openai/gpt-4.1/key=<cache key #0badf00d>"]
+        # the simulation keeps the two caches apart as before: request 3 (bob's) is served nothing
+        assert [o.cached_tokens for o in clash.outcomes] == [o.cached_tokens for o in res.outcomes]
+        assert res.outcomes[2].cached_tokens == 0
+    finally:
+        rd._key.cache_clear()
+
+
+@pytest.mark.slow
+def test_a_cache_key_that_is_an_email_is_printed_in_no_format(tmp_path):
+    """Text, JSON, Markdown, HTML, the findings and requests CSV tables: neither address, and
+    alice's fingerprint (worked out apart from the code) where the namespace is shown."""
+    path = keyed_log(tmp_path)
+    got = reports(path, tmp_path)
+    got["csv requests"] = subprocess.run([sys.executable, "-m", "promptcache", "audit", str(path), "-f", "csv", "--table",
+                                          "requests"], capture_output=True, text=True,
+                                         env={**os.environ, rd.KEY_ENV: KEY}, check=False).stdout
+    for fmt, text in got.items():
+        assert text and "alice@example.com" not in text and "bob@example.org" not in text, fmt
+    for fmt in ("text", "json", "html", "csv requests"):
+        assert f"cache key #{hand_fp('alice@example.com')}" in got[fmt], fmt
+    assert "alice@example.com" in reports(path, tmp_path, "--show-text")["text"]

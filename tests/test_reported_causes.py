@@ -325,3 +325,50 @@ def test_a_previous_response_id_chain_whose_start_is_not_in_the_log(tmp_path):
     hand = O.length({"messages": recs[0]["request"]["input"]})
     assert abs(logged - hand) <= 4, (logged, hand)
     assert res.accounting.gaps["reported"] == res.accounting.gaps["content"] == 0
+
+
+def test_a_cache_key_new_on_every_request_in_litellm_logging_payloads(tmp_path):
+    """LiteLLM ``StandardLoggingPayload`` records (the shape of
+    tests/data/formats/litellm_standard_logging_payload.jsonl: the request's parameters under
+    ``model_parameters``, the prompt in ``messages``), ``model_parameters.prompt_cache_key`` a
+    fresh value per call (C18's mistake) and ``model_parameters.user`` the same on every call:
+    the key and the user are read from there; cache-key-unique claims what one shared cache would
+    serve each call from the one before (its whole shared prefix, counted by hand: chat framing
+    estimated, so within 1%) and the constant user is no cause."""
+    fixture = Path(__file__).resolve().parent / "data" / "formats" / "litellm_standard_logging_payload.jsonl"
+    shape = json.loads(fixture.read_text(encoding="utf-8").splitlines()[0])
+    recs, bodies, keys = [], [], []
+    for k in range(4):
+        msgs = chat_messages(k)
+        key = f"pck-{uuid.UUID(int=500 + k).hex[-12:]}"
+        bodies.append({"model": "gpt-4.1", "messages": msgs})
+        keys.append(key)
+        rec = json.loads(json.dumps(shape))
+        rid = f"chatcmpl-{uuid.UUID(int=600 + k)}"
+        rec.update(id=rid, trace_id=f"trace-{k}", startTime=1777629600.0 + 60 * k, endTime=1777629601.0 + 60 * k,
+                   completionStartTime=1777629601.0 + 60 * k, model="gpt-4.1", messages=msgs,
+                   prompt_tokens=1750 + 20 * k, completion_tokens=5, total_tokens=1755 + 20 * k,
+                   model_parameters={"temperature": 0.2, "prompt_cache_key": key, "user": "user-17"})
+        rec["hidden_params"]["litellm_model_name"] = "gpt-4.1"
+        rec["model_map_information"] = {"model_map_key": "gpt-4.1"}
+        rec["response"].update(id=rid, model="gpt-4.1-2025-04-14", created=1777629600 + 60 * k)
+        rec["response"]["choices"][0]["message"]["content"] = f"Order {k} shipped."
+        rec["response"]["usage"].update(prompt_tokens=1750 + 20 * k, completion_tokens=5, total_tokens=1755 + 20 * k)
+        rec["response"]["usage"]["prompt_tokens_details"]["cached_tokens"] = 0
+        recs.append(rec)
+    path = shapes.write(tmp_path / "standard_logging.jsonl", recs)
+    from promptcache.ingest import InputStats, ReadOptions, read_requests
+
+    reqs = list(read_requests(path, InputStats(str(path)), ReadOptions()))
+    assert [r.cache_key for r in reqs] == keys
+    assert [r.affinity for r in reqs] == [{"user": "user-17"}] * 4
+    res = audit([path], AuditOptions())
+    assert [r.format for r in reqs] == ["litellm"] * 4 and len(res.outcomes) == 4
+    f = by_rule(res, "cache-key-unique")
+    assert not [g for g in res.findings if g.rule.id == "affinity-changed"]
+    assert f.requests == 3 and "4 distinct cache keys over 4 requests" in f.message
+    # a cache of its own per key: the simulation serves nothing, the ideal (one cache) serves each
+    # call's whole shared prefix with the call before: 1,760 + 1,779 + 1,798 = 5,337 by hand
+    hand = sum(O.shared(bodies[k], bodies[k - 1]) for k in range(1, 4))
+    assert hand == 5337
+    assert f.tokens_lost == res.accounting.gaps["rules"] and abs(f.tokens_lost - hand) <= 0.01 * hand, (f.tokens_lost, hand)

@@ -1028,6 +1028,11 @@ class Diagnoser:
             if rule is not None:
                 return rule, (ns,), None, None, {"granularity_tokens": rules.granularity, "namespace": ns}, \
                     {"granularity": rules.granularity}
+        if reason == "no_unit":  # DeepSeek: no persisted cache prefix unit covers the shared tokens yet
+            rule = self._first("length-threshold", "check", "unit")
+            if rule is not None:
+                return rule, (ns,), None, None, {"cached_tokens": o.cached_tokens, "shared_tokens": o.shared_prefix_tokens,
+                                                  "namespace": ns}, {}
         if reason == "namespace":
             moved = self._routed(step, writer)
             if moved is not None:

@@ -8,6 +8,14 @@ Field names: ``LiteLLM_SpendLogs`` in litellm ``schema.prisma`` (``request_id``,
 (``id``, ``trace_id``, ``call_type``, ``prompt_tokens``, ``startTime`` as epoch seconds,
 ``metadata``, ``messages``, ``response``, ``model_parameters``), checked 2026-11-29.
 
+``model_parameters`` is the call's ``optional_params`` kept to the keys of OpenAI's create
+parameters (litellm ``litellm_core_utils/model_param_helper.py``,
+``ModelParamHelper.get_standard_logging_model_parameters``; filled in
+``litellm_logging.py``, ``get_standard_logging_object_payload``), flat: ``tools``,
+``temperature``, and the routing fields ``prompt_cache_key``, ``prompt_cache_retention``,
+``user``, ``safety_identifier``. A payload's ``messages`` holds no parameters, so the cache key
+and the routing identifiers of a payload are read there (checked 2026-12-02).
+
 The prompt is ``proxy_server_request`` (the body the proxy received) when it holds one, else
 ``messages`` (stored only with ``store_prompts_in_spend_logs``); a row with neither is a
 usage-only request. Cache token counts live in ``metadata.usage_object`` (spend logs) or
@@ -24,7 +32,8 @@ from dataclasses import replace
 from ..errors import BadRecord
 from ..model import Part, Request, Response, Source
 from . import openai as _openai
-from .bodies import BODY_APIS, affinity_of, body_format, default_id, parse_body, response_of, Chains, chain_fields
+from .bodies import BODY_APIS, affinity_of, body_format, cache_key_of, default_id, parse_body, response_of, Chains, \
+    chain_fields
 from .common import MAPPING, loads_if_json, logged_provider, require_list, stable_json
 from .fields import find_session, parse_time
 from .reader import Reader
@@ -70,7 +79,9 @@ def parse_litellm(rec: Any, src: Source, opts: Any) -> Request:
     ``id``: ``request_id`` (spend logs) or ``id`` (payloads); ``arrival``: ``startTime``
     (ISO 8601 or epoch seconds); ``session``: ``session_id``, else the usual session fields of
     the row and its ``metadata``; ``model``: ``model``, else the body's; ``provider``:
-    ``custom_llm_provider`` as logged, else from the model; ``cache_key``: the body's ``prompt_cache_key``.
+    ``custom_llm_provider`` as logged, else from the model; ``cache_key``, ``cache_retention`` and
+    ``affinity`` (``user``, ``safety_identifier``): the body's, else ``model_parameters``' (a
+    logging payload keeps them there).
     ``cache_hit`` (LiteLLM's own response cache) is not interpreted.
 
     Raises:
@@ -110,6 +121,11 @@ def parse_litellm(rec: Any, src: Source, opts: Any) -> Request:
         if tools:
             parts = tuple(Part("tool", f"model_parameters.tools[{i}]", stable_json(t)) for i, t in enumerate(tools)) + parts
     params = {**_openai.params_of(mp), **params}
+    if cache_key is None:
+        cache_key = cache_key_of(mp)
+    if retention is None and isinstance(mp.get("prompt_cache_retention"), str):
+        retention = mp["prompt_cache_retention"]
+    affinity = {**affinity_of(mp), **(affinity_of(body) if body is not None else {})}
     rid = rec.get("request_id") or rec.get("id")
     start = rec.get("startTime", rec.get("start_time"))
     slm = md.get("spend_logs_metadata")
@@ -126,7 +142,7 @@ def parse_litellm(rec: Any, src: Source, opts: Any) -> Request:
         arrival=parse_time(start) if start not in (None, "") else None, parts=parts,
         cache_key=cache_key, session=str(session) if session else None, params=params,
         usage=litellm_usage(rec, usage_object), cache_retention=retention, response=response,
-        affinity=affinity_of(body) if body is not None else {}, **chain_fields(fmt, body),
+        affinity=affinity, **chain_fields(fmt, body),
     )
 
 

@@ -28,11 +28,13 @@ MISS_REASONS = {
     "evicted": "evicted (capacity)",
     "granularity": "past the last whole block",
     "no_breakpoint": "no breakpoint",
-    "after_last_breakpoint": "after the last breakpoint",
+    # breakpoint caches (Anthropic, Bedrock, Gemini) and boundary caches that write at message ends
+    # with no breakpoint in the request (OpenAI's and Azure's newest models): one wording for both
+    "after_last_breakpoint": "after the last cache write (a breakpoint, or a message end where the cache writes at message boundaries)",
     "lookback": "beyond the breakpoint lookback",
     "namespace": "in another cache namespace",
     "over_capacity": "prompt larger than the whole cache (refused)",
-    "no_unit": "not yet a whole cache prefix unit",
+    "no_unit": "not yet in a persisted cache prefix unit (DeepSeek)",
 }
 
 
