@@ -239,6 +239,9 @@ class Request:
             ``cachedContent``: ``parts`` are only what the request sent, so the prompt the
             provider processed (and cached) is longer than they show. ``False`` when the prompt is whole, including a chain rebuilt from the logged
             responses (``previous_response_id`` is still set then).
+        rendered: the parts hold the prompt as the engine received it, its chat template already
+            applied (vLLM's and SGLang's request logs, Ollama's debug lines): counted as logged,
+            with no chat framing and no generation prompt added.
     """
 
     id: str
@@ -259,6 +262,7 @@ class Request:
     previous_response_id: str | None = None
     affinity: Mapping[str, str] = field(default_factory=dict)
     prefix_on_server: bool = False
+    rendered: bool = False
 
 
 _REQUEST_FIELDS: Any = None  # (attrgetter of Request's fields, index of ``parts``), on first use

@@ -48,8 +48,10 @@ _GIN = re.compile(r"^\[GIN\] ")
 
 def _prompt_request(text: str, path: str, src: Source, fmt: str, provider: str | None, rid: str | None,
                     arrival: float | None, model: str | None = None, usage: Usage | None = None) -> Request:
+    """A request whose one part is the prompt an engine logged, as it received it (its chat
+    template applied): counted as logged (``rendered``), not framed again."""
     return Request(id=rid or default_id(src), source=src, format=fmt, api="chat", provider=provider, model=model,
-                   arrival=arrival, parts=(Part("user", path, text, "user", 0),), usage=usage)
+                   arrival=arrival, parts=(Part("user", path, text, "user", 0),), usage=usage, rendered=True)
 
 
 def _repr_string(s: str, start: int) -> tuple[str, int] | None:

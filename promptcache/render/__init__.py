@@ -180,6 +180,8 @@ class FramedFormat:
         renders only what it adds; the result is the same as a whole render.
         """
         parts = req.parts
+        if req.rendered:  # an engine's log: the prompt as the engine received it, framing included
+            return [self._segment(p, (), (), True) for p in parts]
         n = len(parts)
         ptext = _params_text(req, self.layout.params) if self.layout.params else None
         tips = self._tips
@@ -340,8 +342,9 @@ class TemplateFormat:
         return text, order
 
     def render(self, req: Request) -> list[Segment]:
-        """Segments: the pieces between special tokens, special tokens as head ids."""
-        text, parts = self.render_text(req)
+        """Segments: the pieces between special tokens, special tokens as head ids (a prompt
+        logged as the engine received it, ``req.rendered``, is split as logged, not templated)."""
+        text, parts = ("".join(p.text for p in req.parts), list(req.parts)) if req.rendered else self.render_text(req)
         # locate each part's text, in order
         spans: list[tuple[str, str, int, int]] = []
         pos = 0
