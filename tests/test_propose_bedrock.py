@@ -16,6 +16,8 @@ import gzip
 import json
 from pathlib import Path
 
+import pytest
+
 from promptcache.ingest import InputStats, read_requests
 from promptcache.pipeline import AuditOptions, audit
 from promptcache.propose import edits
@@ -143,3 +145,23 @@ def test_what_takes_a_checkpoint():
     # Amazon Nova caches no tools; Claude on Bedrock does
     assert not converse_caches_tools("us.amazon.nova-pro-v1:0")
     assert converse_caches_tools("us.anthropic.claude-sonnet-4-5-20250929-v1:0")
+
+
+def test_which_sections_take_a_checkpoint_is_the_rules_files(tmp_path):
+    """Amazon Nova's "tools not cacheable" lives in rules/providers/bedrock.yaml
+    (``checkpoint_sections``), not in code: the shipped file says it, and a file that says
+    something the APIs have no section for is refused with its path."""
+    import yaml
+
+    from promptcache.errors import ConfigError
+    from promptcache.simulate.rules import RULES_DIR, load_providers, parse_provider_file
+
+    bedrock = load_providers()["bedrock"]
+    assert bedrock.rules_for("us.amazon.nova-pro-v1:0").checkpoint_sections == ("system", "messages")
+    assert bedrock.rules_for("us.anthropic.claude-sonnet-4-5-20250929-v1:0").checkpoint_sections == ("tools", "system", "messages")
+    d = yaml.safe_load((Path(RULES_DIR) / "providers" / "bedrock.yaml").read_text(encoding="utf-8"))
+    d["models"][0]["checkpoint_sections"] = ["toolConfig"]
+    bad = tmp_path / "bedrock.yaml"
+    bad.write_text(yaml.safe_dump(d), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"bedrock.yaml: models\[0\]: 'checkpoint_sections'"):
+        parse_provider_file(bad)

@@ -578,18 +578,13 @@ class Rewriter:
         return changed
 
 
-#: Amazon Nova models cache no tools: "Amazon Nova ... tools not cacheable" (rules/providers/bedrock.yaml
-#: notes; https://docs.aws.amazon.com/bedrock/latest/userguide/prompt-caching.html, checked 2026-12-01).
-#: The rules file has no field for it yet, so the model pattern lives here.
-NO_TOOL_CHECKPOINTS = ("*nova*",)
-
-
 def converse_caches_tools(model: str | None) -> bool:
-    """Whether a Bedrock model takes a checkpoint in ``toolConfig`` (Claude: yes; Nova: no)."""
-    import fnmatch
+    """Whether a Bedrock model takes a checkpoint in ``toolConfig`` (Claude: yes; Amazon Nova:
+    no), from ``checkpoint_sections`` in rules/providers/bedrock.yaml (source:
+    https://docs.aws.amazon.com/bedrock/latest/userguide/prompt-caching.html, checked 2026-12-01)."""
+    from ..simulate.rules import load_providers
 
-    m = (model or "").lower()
-    return not any(fnmatch.fnmatchcase(m, p) for p in NO_TOOL_CHECKPOINTS)
+    return "tools" in load_providers()["bedrock"].rules_for(model).checkpoint_sections
 
 
 def c_count(holder: tuple[Any, Any], raw: str) -> int:

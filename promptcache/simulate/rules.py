@@ -28,7 +28,7 @@ _FILE_KEYS = {"id", "name", "kind", "source", "checked", "notes", "render", "tok
 _MODEL_KEYS = {"match", "mode", "min_tokens", "granularity", "block_size", "full_blocks_only", "max_hit_offset",
                "ttl_seconds", "refresh_on_hit", "eviction", "bills_writes", "source", "checked", "lookback",
                "max_breakpoints", "max_writes", "select", "implicit", "max_cached_tokens", "notes", "endings",
-               "slots", "slot_similarity"}
+               "slots", "slot_similarity", "checkpoint_sections"}
 _ROUTE_KEYS = {"prefixes", "aliases", "models", "family"}
 #: ``select`` of a ``models`` entry: which requests it applies to.
 SELECT = ("any", "explicit", "implicit")
@@ -69,6 +69,8 @@ class CacheRules:
         max_cached_tokens: longest cacheable prefix (Amazon Nova: 32K), or ``None``.
         endings: roles whose message endings are boundaries (``boundaries`` mode): OpenAI's
             user and tool messages; DeepSeek adds the model's own output (``assistant``).
+        checkpoint_sections: the prompt sections a request may put a breakpoint in (Amazon
+            Nova on Bedrock: ``system`` and ``messages``, no tools); what proposals may mark.
         engine_pool: a bounded engine runs the engine's own pool (vLLM's block pool, SGLang's
             radix tree: :mod:`promptcache.simulate.engines`); False: a plain LRU over cached
             blocks, as promptcache's own replay engine keeps them.
@@ -102,6 +104,7 @@ class CacheRules:
     implicit: bool = True
     max_cached_tokens: int | None = None
     endings: tuple[str, ...] = ("user", "tool")
+    checkpoint_sections: tuple[str, ...] = ("tools", "system", "messages")
     engine_pool: bool = True
     lifetimes: tuple[tuple[str, float], ...] = ()
     lifetime_request: str = ""
@@ -228,6 +231,7 @@ class ProviderFile:
             slots=int(spec.get("slots", 1)), slot_similarity=float(spec.get("slot_similarity", 0.0)),
             implicit=bool(spec.get("implicit", True)) and not explicit_only, max_cached_tokens=spec.get("max_cached_tokens"),
             endings=tuple(spec.get("endings") or ("user", "tool")), lifetimes=tuple(offered.items()),
+            checkpoint_sections=tuple(spec.get("checkpoint_sections") or ("tools", "system", "messages")),
             lifetime_request=self.lifetime_request,
             source=str(spec.get("source", self.source)), checked=str(spec.get("checked", self.checked)),
         )
@@ -283,6 +287,9 @@ def parse_provider_file(path: Path) -> ProviderFile:
             raise ConfigError(f"{where}: unknown key(s) {', '.join(sorted(bad))}")
         if m.get("mode") not in MODES:
             raise ConfigError(f"{where}: 'mode' must be one of {', '.join(MODES)}")
+        cs = m.get("checkpoint_sections")
+        if cs is not None and (not isinstance(cs, list) or not cs or any(x not in ("tools", "system", "messages") for x in cs)):
+            raise ConfigError(f"{where}: 'checkpoint_sections' must be a list of tools, system, messages")
         if m.get("select", "any") not in SELECT:
             raise ConfigError(f"{where}: 'select' must be one of {', '.join(SELECT)}")
         check_source(m, where)
