@@ -36,6 +36,7 @@ from .observe import Observer
 from .plan import Change, Plan, build
 from .remaining import Remaining, explain, remaining_findings
 from .rewrite import Rewriter
+from .unaddressed import Unaddressed, unaddressed
 
 __all__ = ["Change", "Plan", "Proposal", "ProposeResult", "propose"]
 
@@ -107,6 +108,8 @@ class ProposeResult:
         lifetimes: per template id, the lifetime optimiser's answer (every template it ran on).
         template_of_line: per ``(file, line)`` of the proposed log as audited, its template id
             (``None``: no template).
+        unaddressed: the findings of the log as it is that lose tokens and that no proposal
+            addresses, each with the reason (:mod:`.unaddressed`).
     """
 
     before: AuditResult
@@ -116,6 +119,7 @@ class ProposeResult:
     skipped_records: int = 0
     lifetimes: dict[str, lt.Choice] = field(default_factory=dict)
     template_of_line: dict[tuple[str, int], str | None] = field(default_factory=dict)
+    unaddressed: list[Unaddressed] = field(default_factory=list)
 
 
 class _Trace:
@@ -271,8 +275,9 @@ def propose(paths: Sequence[str | Path], opts: AuditOptions | None = None, *, wr
                                             else "."))
         written = job.written
     lines = {pl: (plans[o.template].template.id if o.template in plans else None) for pl, o in job.where.items()}
+    left = unaddressed(before.findings, {i: plans.get(k) for i, k in obs.key_of.items()}, proposals)
     return ProposeResult(before, after, proposals, str(written) if written else None, skipped,
-                         {plans[k].template.id: c for k, c in choices.items()}, lines)
+                         {plans[k].template.id: c for k, c in choices.items()}, lines, left)
 
 
 @dataclass

@@ -25,7 +25,8 @@ from ..ingest.jsonio import iter_records
 from ..model import Request, Source
 
 #: Formats whose records hold one request body that the proposal can rewrite.
-BODY_FORMATS = ("openai-chat", "openai-responses", "anthropic", "gemini", "litellm", "helicone", "portkey", "bedrock")
+BODY_FORMATS = ("openai-chat", "openai-responses", "anthropic", "gemini", "litellm", "helicone", "portkey", "bedrock",
+                "braintrust")
 
 
 @dataclass
@@ -251,6 +252,10 @@ def drop_usage(rec: Any) -> None:
         if isinstance(holder, dict):
             for k in ("usage", "usageMetadata"):
                 holder.pop(k, None)
+    m = rec.get("metrics")
+    if isinstance(m, dict) and "span_attributes" in rec:  # Braintrust: the counts in the span's metrics
+        for k in ("prompt_tokens", "prompt_cached_tokens", "prompt_cache_creation_tokens", "tokens", "completion_tokens"):
+            m.pop(k, None)
     inp, out = rec.get("input"), rec.get("output")
     if isinstance(inp, dict) and "inputBodyJson" in inp:  # Bedrock: the counts beside the bodies
         for k in ("inputTokenCount", "cacheReadInputTokenCount", "cacheWriteInputTokenCount"):

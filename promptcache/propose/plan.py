@@ -224,7 +224,7 @@ def _content(plan: Plan, obs: Observer, key: tuple[str, ...]) -> None:
                 f"{len(spaces)} place(s)", "one form, without it", "The model reads the same words; the part is "
                 "byte-identical across requests and is read from the cache."))
         moving = [s for s in part.slots if s.distinct > 1 and not s.reordered and s not in spaces
-                  and (s.volatile or (s.change_rate > CHANGE_RATE and part.kind != "tool"))]
+                  and (s.volatile or (s.change_rate > CHANGE_RATE and _keeps_changing(part, s, t.requests)))]
         items = [s for s in part.slots if s.reordered]
         plan.stable[part.path] = True
         summary = part.kind == "system" and any(
@@ -255,7 +255,7 @@ def _content(plan: Plan, obs: Observer, key: tuple[str, ...]) -> None:
             continue
         target = plan.tool_moves if part.kind == "tool" else plan.moves
         target[part.path] = [s.index for s in moving]
-        names = ", ".join(sorted({s.name for s in moving}))
+        names = ", ".join(sorted({s.name if s.name != "text" else "changing text" for s in moving}))
         only = any(s.optional for s in moving)
         tool = part.kind == "tool"
         plan.changes.append(Change(
@@ -303,6 +303,30 @@ def _tool_name(text: str) -> str:
         return tool_name(json.loads(text))
     except ValueError:
         return text
+
+
+#: A tool's name as static text of its part (no slot inside it: slots are joined with NUL).
+_NAMED = re.compile(r'"name":\s*"[^"\x00]+"')
+
+
+def _keeps_changing(part: Any, s: Any, requests: int) -> bool:
+    """Whether a frequently changing slot keeps changing rather than having been edited once.
+
+    A tool's definition edited once (a new description from a deploy) costs one cache write,
+    and moving the new text out of the definition would change the tool for good; a note that
+    a client re-renders into the definition on call after call (a failure count, "last failure 2
+    turn(s) ago") is volatile context like any other: it moves (labelled with the tool's name).
+    Only prose moves (a value holding no JSON member, ``"name":``): a schema that changes is
+    not context to re-send; and only where the tool's name is static text (tools sent in another
+    order put another tool in this place: that is ``sort-tools``). Other template parts move on
+    the change rate alone, as before.
+    """
+    if part.kind != "tool":
+        return True
+    changes = round(s.change_rate * max(1, requests - 1))
+    prose = bool(s.examples) and not any('":' in e or '":' in e.replace('\\"', '"') for e in s.examples)
+    one_tool = _NAMED.search("\x00".join(part.statics)) is not None  # not another tool in this place
+    return s.distinct > 2 and changes >= 2 and prose and one_tool
 
 
 def _whitespace_only(s: Any) -> bool:

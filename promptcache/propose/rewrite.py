@@ -356,7 +356,8 @@ class Rewriter:
         if m is None:
             self.unmatched[plan.template.id] = self.unmatched.get(plan.template.id, 0) + 1
             return None
-        return take(text, [m.span(i + 1) for i in slots])
+        blocks = [i for i in slots if _block(part.slots[i], m.group(i + 1))]
+        return take(text, [m.span(i + 1) for i in slots if i not in blocks], [m.span(i + 1) for i in blocks])
 
     def _take_from_tool(self, plan: Plan, body: dict[str, Any], path: str, part: Any, slots: list[int]) -> list[str]:
         """Spans inside a tool definition's strings (its description): the value the slot holds
@@ -383,12 +384,16 @@ class Rewriter:
                 raw = json.loads(f'"{v}"')
             except ValueError:
                 raw = v
-            holders = [(c, k) for c, k in edits.string_leaves(tool) if raw in c[k]]
+            # a value of no volatile kind moves only out of prose (a description), never out of
+            # the schema (a property name, an enum value)
+            holders = [(c, k) for c, k in edits.string_leaves(tool) if raw in c[k]
+                       and (part.slots[i].volatile or k == "description")]
             if len(holders) != 1 or c_count(holders[0], raw) != 1:
                 continue
             c, k = holders[0]
             at = c[k].index(raw)
-            rest, texts = take(c[k], [(at, at + len(raw))])
+            span = [(at, at + len(raw))]
+            rest, texts = take(c[k], [], span) if _block(part.slots[i], raw) else take(c[k], span)
             if texts:
                 c[k] = rest
                 name = edits.tool_name(tool)
@@ -582,6 +587,14 @@ class Rewriter:
 #: notes; https://docs.aws.amazon.com/bedrock/latest/userguide/prompt-caching.html, checked 2026-12-01).
 #: The rules file has no field for it yet, so the model pattern lives here.
 NO_TOOL_CHECKPOINTS = ("*nova*",)
+
+
+def _block(slot: Any, value: str) -> bool:
+    """Whether a slot's value is a conditional block: other requests of the template render
+    nothing there, and the value holds a line break (a note appended to a description, a line
+    rendered under a condition). It moves exactly as it is, so the text left is the text those
+    requests carry (:func:`~.spans.take`)."""
+    return slot.optional and "\n" in value and bool(value.strip())
 
 
 def converse_caches_tools(model: str | None) -> bool:

@@ -1,0 +1,158 @@
+"""Proposals on the record shapes of the audit trial (issue 21; trial defects 13 and 18): each
+log rebuilds a trial log's structure with invented content, small enough to count by hand.
+
+- a note a client re-renders into a tool's description on every call after a failure
+  (Braintrust rows from ``wrap_anthropic``: the messages with the system prompt appended last,
+  the tools in ``metadata.tools``; the structure of OpenDigitalProductFactory's
+  ``enrichToolDescriptions``, which appended ``[WARNING ...]`` notes): the note moves out of the
+  description into the newest turn;
+- a finding no proposal addresses is named with its reason, never "the templates are fine".
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+
+from rich.console import Console
+
+from promptcache.pipeline import AuditOptions
+from promptcache.propose.engine import propose
+from promptcache.report.proposal_text import render_proposals
+
+WORDS = ("route parcel refund ledger depot courier invoice ticket branch schema handler session deploy review "
+         "verify archive throttle reconcile carrier manifest").split()
+
+
+def _sentence(rng: random.Random, n: int = 14) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n)).capitalize() + "."
+
+
+def _system(rng: random.Random, sections: int = 14) -> str:
+    return "# Build coworker (invented)\n\n" + "\n\n".join(
+        f"## Section {i}\n" + " ".join(_sentence(rng) for _ in range(6)) for i in range(1, sections + 1))
+
+
+DESCRIPTION = "Run the invented build for a target and return its exit code and log tail."
+
+
+def _note(k: int, failed_at: int) -> str:
+    return (f"\n\n[NOTE run_build failed 1 time(s) this session; last failure {k - failed_at} turn(s) ago "
+            "(exit 2: lockfile out of date). Fix the cause before retrying.]")
+
+
+def braintrust_tool_note_log(path, calls: int = 8, failed_at: int = 2):
+    """Braintrust LLM span rows of one agent session; from call ``failed_at + 2`` on (index
+    ``failed_at + 1``), ``run_build``'s description ends with a note whose turn count changes on
+    every call."""
+    rng = random.Random(8)
+    system = _system(rng)
+    tools = [{"name": n, "description": d, "input_schema": {"type": "object", "properties": {"target": {"type": "string"}},
+                                                             "required": ["target"]}}
+             for n, d in (("list_backlog", "List the invented backlog items."), ("run_build", DESCRIPTION),
+                          ("open_pr", "Open an invented pull request."))]
+    hist: list[dict] = [{"role": "user", "content": [{"type": "text", "text": "Ship the parcel service. " + _sentence(rng)}]}]
+    rows = []
+    t = 1_790_000_000.0
+    for k in range(calls):
+        tl = json.loads(json.dumps(tools))
+        if k > failed_at:
+            tl[1]["description"] += _note(k, failed_at)
+        msgs = json.loads(json.dumps(hist))
+        msgs[-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
+        inp = msgs + [{"role": "system", "content": [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]}]
+        rows.append({"id": f"row-{k}", "_xact_id": str(1000 + k), "created": f"2026-09-21T10:{k:02d}:00Z",
+                     "span_id": f"span-{k}", "root_span_id": "root-1", "span_parents": ["root-1"], "is_root": False,
+                     "span_attributes": {"name": "anthropic.messages.create", "type": "llm"}, "input": inp,
+                     "output": {"role": "assistant", "content": [{"type": "text", "text": "(tool call)"}]},
+                     "metadata": {"model": "claude-sonnet-4-6", "max_tokens": 1024, "provider": "anthropic", "tools": tl,
+                                  "session_id": "build-1"},
+                     "metrics": {"start": t, "end": t + 4, "prompt_tokens": 40, "prompt_cached_tokens": 0,
+                                 "completion_tokens": 40}})
+        hist.append({"role": "assistant", "content": [{"type": "text", "text": "Next step."},
+                                                      {"type": "tool_use", "id": f"toolu_{k}", "name": "run_build",
+                                                       "input": {"target": f"svc-{k}"}}]})
+        hist.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{k}",
+                                                  "content": _sentence(rng, 30)}]})
+        t += 20
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return rows
+
+
+def _text(res) -> str:
+    buf = io.StringIO()
+    render_proposals(res, Console(file=buf, width=400, color_system=None))
+    return buf.getvalue()
+
+
+def test_a_note_re_rendered_into_a_tool_description_moves_to_the_newest_turn(tmp_path):
+    """8 calls, the note from index 3 on (5 calls), its turn count 1..5. Before: the tools
+    change at ``metadata.tools[1]`` on each of those 5 calls (index 3 against index 2, then each
+    count against the one before). After: every call sends the description as the first three
+    did, byte for byte; each of the 5 calls ends its newest turn with ``[run_build tool]`` and
+    its own note (without the two line breaks that joined it to the description), earlier turns
+    keep the note they were sent with; the proposed log's audit loses nothing to a prompt
+    change, and no finding is left unaddressed."""
+    log, dest = tmp_path / "bt.jsonl", tmp_path / "proposed.jsonl"
+    rows = braintrust_tool_note_log(log)
+    res = propose([log], AuditOptions(), write=dest)
+    before = [f for f in res.before.findings if f.segment == "metadata.tools[1]"]
+    assert [(f.rule.id, f.requests) for f in before] == [("prefix-changed", 5)]
+    moves = [c for p in res.proposals for c in p.plan.changes if c.kind == "move-slots"]
+    assert [(c.where, c.applied) for c in moves] == [("metadata.tools[1]", True)]
+    out = [json.loads(x) for x in dest.read_text().splitlines()]
+    assert len(out) == len(rows) == 8
+    for k, rec in enumerate(out):
+        assert rec["metadata"]["tools"][1]["description"] == DESCRIPTION
+        newest = rec["input"][-2]["content"]  # the system prompt is the last message
+        if k > 2:
+            assert newest[-1]["text"] == "[run_build tool] " + _note(k, 2).strip()
+            assert "prompt_tokens" not in rec["metrics"]  # the logged usage was the original prompt's
+        else:
+            assert all("[run_build tool]" not in b.get("text", "") for m in rec["input"] for b in m["content"])
+    # the history keeps each turn as it was sent: call 7 re-sends the notes of calls 3..6 on their turns
+    carried = [b["text"] for m in out[7]["input"][:-2] for b in m["content"] if "[run_build tool]" in b.get("text", "")]
+    assert carried == ["[run_build tool] " + _note(k, 2).strip() for k in range(3, 7)]
+    assert res.after.accounting.gaps["content"] == 0
+    assert not [f for f in res.after.findings if f.rule.id == "prefix-changed"]
+    assert not [u for u in res.unaddressed if u.finding.rule.id == "prefix-changed"]
+    assert "No proposals" not in _text(res)
+
+
+def anthropic_thinking_toggle_log(path, calls: int = 6):
+    """One Anthropic Messages conversation whose odd calls switch extended thinking on (the
+    ``parameter-changed`` rule's own bad example, grown to a cacheable system prompt)."""
+    rng = random.Random(9)
+    system = _system(rng)
+    hist: list[dict] = []
+    recs = []
+    for k in range(calls):
+        hist.append({"role": "user", "content": f"Question {k}: " + _sentence(rng)})
+        body = {"model": "claude-sonnet-4-5", "max_tokens": 4096,
+                "system": [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}],
+                "messages": json.loads(json.dumps(hist))}
+        body["messages"][-1]["content"] = [{"type": "text", "text": hist[-1]["content"], "cache_control": {"type": "ephemeral"}}]
+        if k % 2:
+            body["thinking"] = {"type": "enabled", "budget_tokens": 2048}
+        recs.append({"timestamp": 1_790_000_000 + 30 * k, "session_id": "s", "request": body})
+        hist.append({"role": "assistant", "content": f"Answer {k}."})
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+
+
+def test_no_proposals_names_each_finding_it_leaves_and_why(tmp_path):
+    """Thinking on and off within one conversation: calls 1..5 each switch it (5 changes), and
+    the proposal changes no ``thinking`` setting. The report may not say the templates are fine:
+    it names the parameter-changed finding, its tokens, and that the proposal does not change
+    `thinking`."""
+    log = tmp_path / "think.jsonl"
+    anthropic_thinking_toggle_log(log)
+    res = propose([log], AuditOptions())
+    found = [f for f in res.before.findings if f.rule.id == "parameter-changed"]
+    assert len(found) == 1 and found[0].evidence["param"] == "thinking" and found[0].tokens_lost > 0
+    assert not any(c.applied for p in res.proposals for c in p.plan.changes if c.kind != "lifetime")
+    left = [u for u in res.unaddressed if u.finding.rule.id == "parameter-changed"]
+    assert len(left) == 1 and "does not change `thinking`" in left[0].reason
+    text = _text(res)
+    assert "already keep their stable content first" not in text
+    assert f"PC401 parameter-changed at <params>: {found[0].tokens_lost:,} tokens" in text
