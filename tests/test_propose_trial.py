@@ -156,3 +156,71 @@ def test_no_proposals_names_each_finding_it_leaves_and_why(tmp_path):
     text = _text(res)
     assert "already keep their stable content first" not in text
     assert f"PC401 parameter-changed at <params>: {found[0].tokens_lost:,} tokens" in text
+
+
+def portkey_aside_log(path, turns: int = 4):
+    """A Portkey logs export (``request.body`` / ``response.body``, ``ai_org``) of one agent
+    session sent to Anthropic in the universal (OpenAI Chat) shape: the working turns send
+    ``tool_choice: "auto"``, a one-word aside after turns 1 and 3 sends the same tools with
+    ``tool_choice: "none"`` (the structure of local-operator's compaction advisor)."""
+    rng = random.Random(10)
+    system = _system(rng)
+    tools = [{"type": "function", "function": {"name": n, "description": _sentence(rng),
+                                               "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}}}
+             for n in ("shell", "read")]
+    hist: list[dict] = [{"role": "user", "content": "Tidy the invented repository. " + _sentence(rng)}]
+    plan = [("main", k) for k in range(turns)]
+    for k in (3, 1):
+        plan.insert(k + 1, ("aside", k))
+    recs = []
+    for n, (kind, k) in enumerate(plan):
+        msgs = json.loads(json.dumps(hist))
+        if kind == "aside":
+            msgs.append({"role": "user", "content": "[advisor] In one word: compact now? yes/no"})
+        last = msgs[-1]
+        last["content"] = [{"type": "text", "text": last["content"], "cache_control": {"type": "ephemeral"}}]
+        body = {"model": "claude-sonnet-4-5", "max_tokens": 4096 if kind == "main" else 8,
+                "messages": [{"role": "system", "content": [{"type": "text", "text": system,
+                                                             "cache_control": {"type": "ephemeral"}}]}] + msgs,
+                "tools": tools, "tool_choice": "auto" if kind == "main" else "none"}
+        recs.append({"created_at": f"2026-09-22 10:{n:02d}:00", "request.body": body,
+                     "response.body": {"id": f"msg_{n}", "object": "chat.completion", "model": "claude-sonnet-4-5",
+                                       "choices": [{"index": 0, "message": {"role": "assistant", "content": "(reply)"},
+                                                    "finish_reason": "stop"}]},
+                     "ai_org": "anthropic", "ai_model": "claude-sonnet-4-5", "trace_id": "sess-1"})
+        if kind == "main":
+            hist.append({"role": "assistant", "content": "Working on it.",
+                         "tool_calls": [{"id": f"call_{k}", "type": "function",
+                                         "function": {"name": "shell", "arguments": json.dumps({"cmd": f"make step{k}"})}}]})
+            hist.append({"role": "tool", "tool_call_id": f"call_{k}", "content": _sentence(rng, 40)})
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return recs
+
+
+def test_a_tool_choice_switched_for_asides_is_kept_and_said_in_the_message(tmp_path):
+    """Order m0 m1 a1 m2 m3 a3: tool_choice changes against the previous request at a1
+    (auto→none), m2 (none→auto) and a3: 3 requests. The plan keeps ``auto`` (4 of 6) in every
+    request; the 2 asides end their newest user turn with the instruction that ``none`` was;
+    the proposed log's audit finds no parameter change, and nothing is left unaddressed."""
+    log, dest = tmp_path / "pk.jsonl", tmp_path / "proposed.jsonl"
+    recs = portkey_aside_log(log)
+    res = propose([log], AuditOptions(), write=dest)
+    found = [f for f in res.before.findings if f.rule.id == "parameter-changed"]
+    assert [(f.evidence["param"], f.requests) for f in found] == [("tool_choice", 3)]
+    changes = [c for p in res.proposals for c in p.plan.changes if c.kind == "keep-tool-choice"]
+    assert [(c.applied, c.after.split(";")[0]) for c in changes] == [(True, 'tool_choice "auto" in every request')]
+    out = [json.loads(x) for x in dest.read_text().splitlines()]
+    assert [r["request.body"]["tool_choice"] for r in out] == ["auto"] * 6
+    asides = [i for i, r in enumerate(recs) if r["request.body"]["tool_choice"] == "none"]
+    assert asides == [2, 5]
+    for i, (a, b) in enumerate(zip(recs, out)):
+        ma, mb = a["request.body"]["messages"], b["request.body"]["messages"]
+        if i in asides:
+            assert mb[:-1] == ma[:-1]
+            assert mb[-1]["content"] == ma[-1]["content"] + [
+                {"type": "text", "text": "(Answer in text; do not call a tool for this message.)"}]
+        else:
+            assert mb == ma
+    assert not [f for f in res.after.findings if f.rule.id == "parameter-changed"]
+    assert not res.unaddressed
+    assert res.proposals[0].savings_usd > 0

@@ -24,6 +24,9 @@ Changes (``Change.kind``):
   provider caches only at breakpoints (:mod:`.breakpoints`);
 - ``cache-key``: a stable ``prompt_cache_key`` per conversation (:mod:`.identity`);
 - ``pin-routing``: one upstream per template where a router spread its conversations;
+- ``keep-tool-choice``: one ``tool_choice`` for every request of the template where some
+  requests switch it (Anthropic: a change of ``tool_choice`` invalidates the cached messages);
+  what the other value asked of the model is said at the end of the newest user turn;
 - ``lifetime``: the cheapest TTL, retention and keep-alive policy (:mod:`.lifetime`, added after
   a first re-simulation);
 - ``append-only-history`` (advice): history truncated in a way the log cannot undo.
@@ -122,6 +125,8 @@ class Plan:
             usage losing to cache keys or to routing, on the template's requests.
         coarse: session identities that name several conversations (:meth:`~.observe.Observer.coarse`).
         pin: the upstream to pin, or ``None``.
+        tool_choice: ``(JSON text of the value every request sends, or "null" for none)`` where
+            ``keep-tool-choice`` applies, else ``None``.
         lifetime: the lifetime policy's ``setting`` (:class:`~.lifetime.Policy`), or ``None``.
         marker_ttl: the TTL the log's breakpoints use (``"1h"``) where breakpoints are placed
             again, else ``None`` (the default).
@@ -155,6 +160,7 @@ class Plan:
     reported: dict[str, tuple[int, int]] = field(default_factory=dict)
     coarse: frozenset[str] = frozenset()
     pin: str | None = None
+    tool_choice: str | None = None
     lifetime: dict[str, Any] | None = None
     marker_ttl: str | None = None
     head: tuple[int, int] | None = None
@@ -373,6 +379,9 @@ def _from_findings(before: AuditResult, obs: Observer, plans: dict[tuple[str, ..
                 if f.tokens_lost:
                     t, n = plans[k].reported.get("key", (0, 0))
                     plans[k].reported["key"] = (t + f.tokens_lost, n + f.requests)
+        elif rid == "parameter-changed" and plan and (f.evidence or {}).get("param") == "tool_choice" \
+                and plan.tool_choice is None and plan.api in TOOL_CHOICE_APIS and len(plan.stats.tool_choices) > 1:
+            _keep_tool_choice(plan, f)
         elif rid == "routed-elsewhere" and plan and f.tokens_lost:
             t, n = plan.reported.get("routing", (0, 0))
             plan.reported["routing"] = (t + f.tokens_lost, n + f.requests)
@@ -389,6 +398,48 @@ def _from_findings(before: AuditResult, obs: Observer, plans: dict[tuple[str, ..
                 "append-only-history", f.segment or "messages", "history truncated from the front",
                 "history appended, compacted rarely", "The model keeps seeing the whole conversation until a "
                 "rare, large compaction; not simulated (the dropped turns are not in the log).", applied=False))
+
+
+#: Request shapes whose ``tool_choice`` the rewriter sets (a top-level field of the body).
+TOOL_CHOICE_APIS = ("anthropic", "chat", "responses")
+
+
+def tool_choice_instruction(value: Any) -> str | None:
+    """What a ``tool_choice`` value asks of the model, as a sentence for the newest user turn,
+    or ``None`` for the automatic choice (nothing to say): Anthropic's ``{"type": "none"|"any"|
+    "tool"|"auto"}``, the OpenAI shapes' ``"none"|"required"|"auto"`` and ``{"type": "function",
+    ...}``, as the bodies the readers parse carry them."""
+    kind = value.get("type") if isinstance(value, dict) else value
+    if kind == "none":
+        return "(Answer in text; do not call a tool for this message.)"
+    if kind in ("any", "required"):
+        return "(Answer by calling one of the tools.)"
+    if kind in ("tool", "function"):
+        name = value.get("name") or (value.get("function") or {}).get("name") if isinstance(value, dict) else None
+        return f"(Answer by calling the {name} tool.)" if name else "(Answer by calling the named tool.)"
+    return None
+
+
+def _keep_tool_choice(plan: Plan, f: Any) -> None:
+    """The template's most common ``tool_choice`` for every request; a request that asked for
+    another says so in its newest turn instead."""
+    import json
+
+    keep = plan.stats.tool_choices.most_common(1)[0][0]
+    others = [v for v in plan.stats.tool_choices if v != keep]
+    said = [x for x in (tool_choice_instruction(json.loads(v)) for v in others) if x]
+    plan.tool_choice = keep
+    n = sum(plan.stats.tool_choices[v] for v in others)
+    plan.changes.append(Change(
+        "keep-tool-choice", "tool_choice", f"{n:,} request(s) switch tool_choice to "
+        + ", ".join(others) + f" ({f.tokens_lost:,} tokens lost over {f.requests:,} requests)",
+        f"tool_choice {keep if keep != 'null' else 'unset'} in every request"
+        + (f"; those requests end their newest user turn with {' or '.join(repr(x) for x in said)}" if said else ""),
+        "The model is told in the message what tool_choice enforced, and may still call a tool where the other "
+        "value forbade it (or answer in text where it forced one): check those requests' answers. The provider "
+        "keeps the conversation's cached messages, which a change of tool_choice throws away (the invalidation table "
+        f"of the provider's rules, rules/providers/{plan.stats.provider or 'anthropic'}.yaml render.params); or send "
+        "those requests as a conversation of their own."))
 
 
 def _inserted(plan: Plan) -> None:

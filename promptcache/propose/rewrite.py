@@ -150,7 +150,7 @@ class Rewriter:
         order = [p.path for p in region(req)]
         moved: list[str] = []
         emptied: list[str] = []
-        carried = plan.active("move-slots") or plan.active("move-inserted")
+        carried = plan.active("move-slots") or plan.active("move-inserted") or plan.active("keep-tool-choice")
         msgs: list[Any] | None = None
         pos: int | None = None
         if carried:
@@ -206,6 +206,8 @@ class Rewriter:
                         changed |= edits.canonicalize(body, p.path, p.kind)
                     except BadRecord:
                         continue
+        if plan.tool_choice is not None and plan.active("keep-tool-choice"):
+            changed |= self._keep_tool_choice(plan, body, moved)
         if moved:
             self._appended = self._append(plan, body, req, "\n\n".join(moved))
             changed |= self._appended
@@ -265,6 +267,25 @@ class Rewriter:
                 body["prompt_cache_retention"] = plan.lifetime["retention"]
                 changed = True
         return changed
+
+    @staticmethod
+    def _keep_tool_choice(plan: Plan, body: dict[str, Any], moved: list[str]) -> bool:
+        """The template's ``tool_choice`` in the body; what the request's own value asked of the
+        model goes into ``moved`` (the end of its newest user turn)."""
+        from .plan import tool_choice_instruction
+
+        keep = json.loads(plan.tool_choice or "null")
+        own = body.get("tool_choice")
+        if json.dumps(own, sort_keys=True) == plan.tool_choice:
+            return False
+        said = tool_choice_instruction(own)
+        if keep is None:
+            body.pop("tool_choice", None)
+        else:
+            body["tool_choice"] = keep
+        if said:
+            moved.append(said)
+        return True
 
     def _carry(self, plan: Plan, body: dict[str, Any], req: Request, msgs: list[Any], chains: list[int],
                skip: int | None) -> bool:

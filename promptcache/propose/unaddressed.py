@@ -16,7 +16,8 @@ from typing import Any, Iterable, Mapping
 WHY = {
     "value-pattern": "no change the proposal makes takes this value out of the prefix",
     "structural-diff": "no change the proposal makes undoes this change to the prompt",
-    "parameter-diff": "the proposal changes no request parameter",
+    "parameter-diff": "the proposal changes no request parameter but tool_choice (keep-tool-choice, on Anthropic, "
+                      "OpenAI Chat and Responses bodies)",
     "length-threshold": "a limit of the provider's cache (the model's minimum cacheable length), not an order of "
                         "the prompt's content",
     "timing": "the cache's lifetime: the lifetime analysis found no cheaper policy on the log's pauses",
@@ -76,7 +77,7 @@ def _why(f: Any, changes: Iterable[Any]) -> str:
     base = WHY.get(f.rule.kind, "no change the proposal makes addresses it")
     if f.rule.kind == "parameter-diff":
         param = (f.evidence or {}).get("param")
-        base = f"the proposal does not change `{param}`" if param else base
+        base = f"the proposal does not change `{param}`" if param and param != "tool_choice" else base
     return base + tail
 
 
