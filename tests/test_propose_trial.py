@@ -224,3 +224,62 @@ def test_a_tool_choice_switched_for_asides_is_kept_and_said_in_the_message(tmp_p
     assert not [f for f in res.after.findings if f.rule.id == "parameter-changed"]
     assert not res.unaddressed
     assert res.proposals[0].savings_usd > 0
+
+
+AGENTS = {"general": "General-purpose agent for research and multi-step work.",
+          "explore": "Fast agent for exploring an invented codebase.",
+          "build": "Agent that builds and tests the invented project.",
+          "plan": "Agent that plans changes without editing files."}
+TASK_HEAD = "Launch a new agent to handle a multi-step task.\n\nAvailable agent types:\n"
+
+
+def anthropic_agent_list_log(path, calls: int = 5):
+    """Anthropic Messages bodies of one agent session whose ``task`` tool lists the agents in
+    another order on every call (opencode's ``Agent.list()`` insertion order, issue #18215):
+    the description's agent lines are the same lines, shuffled."""
+    rng = random.Random(11)
+    system = _system(rng)
+    orders = [["general", "explore", "build", "plan"], ["plan", "general", "build", "explore"],
+              ["explore", "plan", "general", "build"], ["build", "explore", "plan", "general"],
+              ["general", "plan", "explore", "build"]][:calls]
+    hist: list[dict] = []
+    recs = []
+    for k, order in enumerate(orders):
+        tools = [{"name": "read", "description": "Read an invented file.",
+                  "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}},
+                 {"name": "task", "description": TASK_HEAD + "\n".join(f"- {n}: {AGENTS[n]}" for n in order),
+                  "input_schema": {"type": "object", "properties": {"prompt": {"type": "string"}}}}]
+        hist.append({"role": "user", "content": f"Step {k}: " + _sentence(rng)})
+        msgs = json.loads(json.dumps(hist))
+        msgs[-1]["content"] = [{"type": "text", "text": msgs[-1]["content"], "cache_control": {"type": "ephemeral"}}]
+        body = {"model": "claude-sonnet-4-5", "max_tokens": 1024, "tools": tools,
+                "system": [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}], "messages": msgs}
+        recs.append({"timestamp": 1_790_000_000 + 20 * k, "request": body})
+        hist.append({"role": "assistant", "content": f"Done with step {k}."})
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return recs
+
+
+def test_a_reordered_list_in_a_tool_description_is_sorted_not_moved(tmp_path):
+    """Five calls, five orders of the same four agent lines in ``tools[1]``'s description (JSON
+    text, its lines joined by escaped line breaks): the change is ``sort-items`` on
+    ``tools[1]``, no span moves. Every proposed request sends the head and the four lines
+    sorted by text (build, explore, general, plan); nothing else in its body changes but the
+    breakpoints; the proposed log's audit finds no prompt change left."""
+    log, dest = tmp_path / "agents.jsonl", tmp_path / "proposed.jsonl"
+    recs = anthropic_agent_list_log(log)
+    res = propose([log], AuditOptions(), write=dest)
+    assert [f.requests for f in res.before.findings if f.segment == "tools[1]"] == [4]
+    applied = [(c.kind, c.where) for p in res.proposals for c in p.plan.changes if c.applied]
+    assert ("sort-items", "tools[1]") in applied
+    assert not [k for k, _ in applied if k == "move-slots"]
+    want = TASK_HEAD + "\n".join(f"- {n}: {AGENTS[n]}" for n in ("build", "explore", "general", "plan"))
+    out = [json.loads(x) for x in dest.read_text().splitlines()]
+    assert len(out) == 5
+    for a, b in zip(recs, out):
+        assert b["request"]["tools"][1]["description"] == want
+        assert list(b["request"]["tools"][1]) == ["name", "description", "input_schema"]  # its key order kept
+        assert b["request"]["tools"][0] == a["request"]["tools"][0]
+        assert [m["role"] for m in b["request"]["messages"]] == [m["role"] for m in a["request"]["messages"]]
+    assert res.after.accounting.gaps["content"] == 0
+    assert res.proposals[0].savings_usd > 0

@@ -253,14 +253,22 @@ def propose(paths: Sequence[str | Path], opts: AuditOptions | None = None, *, wr
                 observers=[trace], book=book)
             choices = _choose(plans, trace, book, before.span_seconds, lifetime)
             job.conversations = trace.conv_of_source
+        key_of = {id(pl): k for k, pl in plans.items()}
         for _ in range(4):
             outs = job.rewrite()
             after, where = job.audit(outs, opts, progress=progress)
             proposals = _compare(before, after, obs, plans, job, where, choices)
             losing = [p for p in proposals if p.plan.applies and p.savings_usd is not None and p.savings_usd < 0]
             idle = [p for p in proposals if _no_effect(p)]
-            if not (losing or idle) or lifetime is not None:
+            rewrote = {o.template for o in outs if o.changed}
+            same = [p for p in proposals if p.plan.applies and key_of[id(p.plan)] not in rewrote]
+            for p in same:  # its rewrite left every record byte-identical: no saving can be its
+                p.plan.withdraw(None, "Withdrawn: it rewrites no logged request of the template (every proposed "
+                                      "record is byte-identical to the logged one).")
+            if not (losing or idle or same) or lifetime is not None:
                 break
+            losing = [p for p in losing if p not in same]
+            idle = [p for p in idle if p not in same]
             for p in losing:  # it costs more than it saves: withdrawn, and the rest simulated again
                 why = f"Withdrawn: re-simulated on this traffic it cost {usd(-p.savings_usd)} more than it saved."
                 if p.plan.active("lifetime"):
@@ -618,8 +626,12 @@ def _compare(before: AuditResult, after: AuditResult, obs: Observer, plans: dict
                 c.rationale += (f" {n:,} request{' keeps' if n == 1 else 's keep'} the upstream the log names: "
                                 "the record names it nowhere the proposal can set.")
         b, a = b_of.get(key, []), a_of.get(key, [])
-        out.append(Proposal(plan, len(b), unmatched.get(plan.template.id, 0), price(b, before.rules, job.book)[0],
-                            price(a, after.rules, job.book)[0], explain(job.candidates, a, after.rules),
+        b_tot = price(b, before.rules, job.book)[0]
+        # a plan that rewrites nothing leaves the requests as logged (records of a shape the
+        # proposal cannot rewrite are audited from their own file): after is before
+        a_tot = price(a, after.rules, job.book)[0] if a or plan.applies else b_tot
+        out.append(Proposal(plan, len(b), unmatched.get(plan.template.id, 0), b_tot,
+                            a_tot, explain(job.candidates, a, after.rules),
                             choices.get(key), lines_of.get(key, []),
                             remaining_findings(after.findings, {o.index for o in a})))
     out.sort(key=lambda p: p.savings_usd if p.savings_usd is not None else Decimal(0), reverse=True)

@@ -254,7 +254,10 @@ def _content(plan: Plan, obs: Observer, key: tuple[str, ...]) -> None:
                 "sort-items", part.path, "the same items in a different order per request",
                 "the items sorted within each group", "The model reads the same memories or retrieved items in "
                 "one fixed order (sorted by text) instead of by search score; state their relevance next to each "
-                "item if the order carried meaning."))
+                "item if the order carried meaning." if part.kind != "tool" else
+                "The model reads the same list in the tool's description (agents, skills: one per line) in one "
+                "fixed order, sorted by text, instead of the order the client happened to build it in; better still, "
+                "sort it where the client builds the description."))
         if not moving:
             if any(s.distinct > 1 and not s.reordered and s not in spaces for s in part.slots):
                 plan.stable[part.path] = False

@@ -33,7 +33,7 @@ from .identity import conversation_identity, derived_key
 from .logio import body_of, drop_usage, set_upstream
 from .plan import Plan
 from .spans import take
-from .templates import TemplateIndex, line_span, region, sort_lines
+from .templates import JSON_BREAK, TemplateIndex, line_span, region, sort_lines
 
 
 @dataclass
@@ -387,12 +387,7 @@ class Rewriter:
             tool = edits.get(body, path)
         except BadRecord:
             return []
-        text = json.dumps(tool, ensure_ascii=False, separators=(",", ":"))
-        m = part.pattern().match(text)
-        if m is None:
-            from ..ingest.common import stable_json
-
-            m = part.pattern().match(stable_json({k: v for k, v in tool.items() if k != "cache_control"}))
+        _, m = _tool_text(tool, part)
         if m is None:
             self.unmatched[plan.template.id] = self.unmatched.get(plan.template.id, 0) + 1
             return []
@@ -422,23 +417,39 @@ class Rewriter:
         return out
 
     def _sort_items(self, plan: Plan, body: dict[str, Any], path: str, part: Any, runs: list[tuple[int, int]]) -> bool:
-        try:
-            text = edits.get_text(body, path)
-        except BadRecord:
-            return False
-        m = part.pattern().match(text)
+        tool = None
+        if part.kind == "tool":  # the lines of a string in the tool's JSON (a description listing agents)
+            try:
+                tool = edits.get(body, path)
+            except BadRecord:
+                return False
+            text, m = _tool_text(tool, part)
+            sep = JSON_BREAK
+        else:
+            try:
+                text = edits.get_text(body, path)
+            except BadRecord:
+                return False
+            m = part.pattern().match(text)
+            sep = "\n"
         if m is None:
             self.unmatched[plan.template.id] = self.unmatched.get(plan.template.id, 0) + 1
             return False
         new = text
         for first, last in sorted(runs, key=lambda r: m.start(r[0] + 1), reverse=True):
-            a = line_span(text, m.span(first + 1))[0]
-            b = line_span(text, m.span(last + 1))[1]
-            new = new[:a] + sort_lines(a, b, text) + new[b:]
-        if new != text:
+            a = line_span(text, m.span(first + 1), sep)[0]
+            b = line_span(text, m.span(last + 1), sep)[1]
+            new = new[:a] + sort_lines(a, b, text, sep) + new[b:]
+        if new == text:
+            return False
+        if tool is None:
             edits.set_text(body, path, new)
             return True
-        return False
+        try:
+            sorted_tool = json.loads(new)
+        except ValueError:
+            return False
+        return _set_strings(tool, sorted_tool)
 
     @staticmethod
     def _newest_turn(req: Request) -> tuple[str, int] | None:
@@ -608,6 +619,45 @@ class Rewriter:
 #: notes; https://docs.aws.amazon.com/bedrock/latest/userguide/prompt-caching.html, checked 2026-12-01).
 #: The rules file has no field for it yet, so the model pattern lives here.
 NO_TOOL_CHECKPOINTS = ("*nova*",)
+
+
+def _tool_text(tool: Any, part: Any) -> tuple[str, Any]:
+    """A body's tool as the JSON text its template part matches (as logged, else as the readers
+    write it: sorted keys, no ``cache_control``), and the match (``None``: neither matches)."""
+    from ..ingest.common import stable_json
+
+    text = json.dumps(tool, ensure_ascii=False, separators=(",", ":"))
+    m = part.pattern().match(text)
+    if m is None and isinstance(tool, dict):
+        text = stable_json({k: v for k, v in tool.items() if k != "cache_control"})
+        m = part.pattern().match(text)
+    return text, m
+
+
+def _set_strings(target: Any, source: Any) -> bool:
+    """Set every string of ``target`` to the one at the same place in ``source`` (the same JSON
+    value with some strings changed), keeping ``target``'s own key order; returns whether a
+    string changed."""
+    changed = False
+    if isinstance(target, dict) and isinstance(source, dict):
+        for k, v in target.items():
+            if k not in source:
+                continue
+            if isinstance(v, str) and isinstance(source[k], str):
+                if v != source[k]:
+                    target[k] = source[k]
+                    changed = True
+            else:
+                changed |= _set_strings(v, source[k])
+    elif isinstance(target, list) and isinstance(source, list) and len(target) == len(source):
+        for i, v in enumerate(target):
+            if isinstance(v, str) and isinstance(source[i], str):
+                if v != source[i]:
+                    target[i] = source[i]
+                    changed = True
+            else:
+                changed |= _set_strings(v, source[i])
+    return changed
 
 
 def _block(slot: Any, value: str) -> bool:

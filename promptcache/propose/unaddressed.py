@@ -70,10 +70,13 @@ def _why(f: Any, changes: Iterable[Any]) -> str:
     if gone:
         why = gone[-1].rationale
         at = why.find("Withdrawn:")
-        return f"the plan's {', '.join(sorted({c.kind for c in gone}))} was withdrawn" + (
-            f": {why[at + len('Withdrawn:'):].strip()}" if at >= 0 else "") + tail
+        return f"its template's plan rewrites no request: {', '.join(sorted({c.kind for c in gone}))} withdrawn" + (
+            f" ({why[at + len('Withdrawn:'):].strip().rstrip('.')})" if at >= 0 else "") + tail
     if advice:
-        return f"the plan's {', '.join(sorted({c.kind for c in advice}))} is advice only, not simulated" + tail
+        why = advice[-1].rationale
+        at = why.find("Not applied:")
+        return f"its template's plan rewrites no request: {', '.join(sorted({c.kind for c in advice}))} advice only" + (
+            f" ({why[at + len('Not applied:'):].strip().rstrip('.')})" if at >= 0 else ", not simulated") + tail
     base = WHY.get(f.rule.kind, "no change the proposal makes addresses it")
     if f.rule.kind == "parameter-diff":
         param = (f.evidence or {}).get("param")
