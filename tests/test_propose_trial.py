@@ -14,10 +14,12 @@ from __future__ import annotations
 import io
 import json
 import random
+from pathlib import Path
 
+import pytest
 from rich.console import Console
 
-from promptcache.pipeline import AuditOptions
+from promptcache.pipeline import AuditOptions, Pipeline, run
 from promptcache.propose.engine import propose
 from promptcache.report.proposal_text import render_proposals
 
@@ -78,6 +80,11 @@ def braintrust_tool_note_log(path, calls: int = 8, failed_at: int = 2):
         t += 20
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return rows
+
+
+def audit_file(path):
+    """The audit of one log, as ``promptcache audit`` runs it."""
+    return run(Pipeline([path], AuditOptions()))
 
 
 def _text(res) -> str:
@@ -283,3 +290,79 @@ def test_a_reordered_list_in_a_tool_description_is_sorted_not_moved(tmp_path):
         assert [m["role"] for m in b["request"]["messages"]] == [m["role"] for m in a["request"]["messages"]]
     assert res.after.accounting.gaps["content"] == 0
     assert res.proposals[0].savings_usd > 0
+
+
+FORMATS = Path(__file__).parent / "data" / "formats"
+
+
+@pytest.mark.parametrize("name", ["bedrock_invocation_logs.json.gz", "braintrust_logs.jsonl", "helicone_export.jsonl",
+                                  "helicone_export_cli.json", "helicone_export_nobody.jsonl", "litellm_spend_logs.jsonl",
+                                  "litellm_spend_logs_api.json", "litellm_standard_logging_payload.jsonl",
+                                  "portkey_logs_export.jsonl"])
+def test_a_rewritten_record_of_every_rewritable_shape_reports_no_usage(name):
+    """Each of these producers' fixtures holds 7 requests with reported usage, in the fields
+    its reader reads (a usage object, the row's own token columns, LiteLLM's
+    ``metadata.usage_object``, Braintrust's ``metrics``, Portkey's units). A record the proposal
+    rewrote describes another prompt: read back after :func:`~promptcache.propose.logio.drop_usage`
+    none of the 7 reports usage, and each is still detected as its producer's."""
+    from promptcache.propose import logio
+
+    opts = AuditOptions().read
+    items, _ = logio.items([FORMATS / name], opts)
+    with_usage = [it for it in items if it.fmt in logio.BODY_FORMATS and any(r.usage for r in it.requests)]
+    assert len(with_usage) == 7
+    for it in with_usage:
+        rec = logio.copy_record(it.record)
+        logio.drop_usage(rec)
+        assert logio.record_format(rec, None) == it.fmt
+        got = logio.Parsers().parse(rec, it.fmt, str(FORMATS / name), it.line, opts)
+        assert got and all(r.usage is None for r in got), (name, it.line)
+
+
+def litellm_tree_log(path, calls: int = 4):
+    """LiteLLM spend-log rows (``proxy_server_request`` as JSON text, the usage in the row's
+    columns and in ``metadata.usage_object`` as JSON text) of DeepSeek calls whose system prompt
+    lists the project tree in another order on every call (the trial's s10 structure)."""
+    rng = random.Random(12)
+    head = _system(rng, 20)
+    files = [f"src/mod_{i}/file_{i}.py" for i in range(6)]
+    orders = [[0, 1, 2, 3, 4, 5], [5, 4, 3, 2, 1, 0], [2, 0, 4, 1, 5, 3], [1, 3, 5, 0, 2, 4]][:calls]
+    rows = []
+    for k, order in enumerate(orders):
+        system = head + "\n\nProject files:\n" + "\n".join(files[i] for i in order)
+        body = {"model": "deepseek-chat", "messages": [{"role": "system", "content": system},
+                                                       {"role": "user", "content": f"Task {k}: " + _sentence(rng)}]}
+        usage = {"prompt_tokens": 2000, "completion_tokens": 50, "total_tokens": 2050,
+                 "prompt_tokens_details": {"cached_tokens": 0}, "prompt_cache_hit_tokens": 0,
+                 "prompt_cache_miss_tokens": 2000}
+        rows.append({"request_id": f"chatcmpl-{k}", "session_id": f"s-{k}", "call_type": "acompletion",
+                     "startTime": f"2026-09-23 10:{k:02d}:00.000000", "endTime": f"2026-09-23 10:{k:02d}:02.000000",
+                     "model": "deepseek-chat", "metadata": json.dumps({"usage_object": usage}), "spend": 0.0,
+                     "total_tokens": 2050, "prompt_tokens": 2000, "completion_tokens": 50,
+                     "custom_llm_provider": "deepseek", "messages": "{}", "response": "{}",
+                     "proxy_server_request": json.dumps(body), "status": "success"})
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return rows
+
+
+def test_the_proposed_log_keeps_no_usage_of_the_prompts_it_rewrote(tmp_path):
+    """Four rows, the tree in four orders, the first already sorted: the plan sorts it, so rows
+    2 to 4 are rewritten and none of those 3 keeps the usage its original prompt was billed
+    (2,000 prompt tokens, 0 cached); row 1 is left byte-identical with its own usage. The audit
+    of the written log has reported usage on 1 request (the first: nothing before it to read)
+    and no reported gap."""
+    log, dest = tmp_path / "spend.jsonl", tmp_path / "proposed.jsonl"
+    rows = litellm_tree_log(log)
+    res = propose([log], AuditOptions(), write=dest)
+    assert ("sort-items", "messages[0].content") in [(c.kind, c.where) for p in res.proposals for c in p.plan.changes
+                                                     if c.applied]
+    assert res.before.scenarios["reported"].requests == 4
+    out = [json.loads(x) for x in dest.read_text().splitlines()]
+    assert len(out) == len(rows) == 4
+    assert out[0] == rows[0]
+    for rec in out[1:]:
+        assert (rec["prompt_tokens"], rec["completion_tokens"], rec["total_tokens"]) == (None, None, None)
+        assert "usage_object" not in json.loads(rec["metadata"])
+    again = audit_file(dest)
+    assert again.scenarios["reported"].requests == 1
+    assert again.accounting.gaps["reported"] == 0
