@@ -201,7 +201,8 @@ class Proposals:
         """
         from .report.html import render_html
 
-        html = render_html(self.before.record(), self.records(), after=self._after_summary(), title=title)
+        html = render_html(self.before.record(), self.records(), after=self._after_summary(), title=title,
+                           unaddressed=self._unaddressed())
         if path is not None:
             from .fileio import write_atomic
 
@@ -212,7 +213,13 @@ class Proposals:
         """The Markdown summary of the audit before, with the proposals."""
         from .report.markdown import render_markdown
 
-        return render_markdown(self.before.record(), self.records(), after=self._after_summary())
+        return render_markdown(self.before.record(), self.records(), after=self._after_summary(),
+                               unaddressed=self._unaddressed())
+
+    def _unaddressed(self) -> list[dict[str, Any]]:
+        from .report.audit_records import unaddressed_record
+
+        return unaddressed_record(self.result)
 
     def _after_summary(self) -> dict[str, Any]:
         from .report.audit_records import scenario_record

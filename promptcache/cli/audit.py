@@ -125,11 +125,13 @@ def audit_cmd(
         if output is None:
             return code
     elif fmt is Format.json or output is not None:
-        from ..report.audit_records import audit_record, lifetimes_record, proposals_record, scenario_record
+        from ..report.audit_records import (audit_record, lifetimes_record, proposals_record, scenario_record,
+                                            unaddressed_record)
 
         rec = audit_record(res, include_requests=not no_requests)
         if proposed is not None:
             rec["proposals"] = proposals_record(proposed)
+            rec["unaddressed"] = unaddressed_record(proposed)
             rec["lifetimes"] = lifetimes_record(proposed)
             rec["proposed_summary"] = {"scenarios": {k: scenario_record(v) for k, v in proposed.after.scenarios.items()
                                                      if k != "reported"}, "written": proposed.written}

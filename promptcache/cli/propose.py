@@ -55,12 +55,13 @@ def propose_cmd(
         if output is None:
             return 0
     elif fmt is Format.json or output is not None:
-        from ..report.audit_records import lifetimes_record, proposals_record, scenario_record
+        from ..report.audit_records import lifetimes_record, proposals_record, scenario_record, unaddressed_record
 
         rec = {"schema": "promptcache.propose/v1",
                "before": {k: scenario_record(v) for k, v in res.before.scenarios.items() if k != "reported"},
                "after": {k: scenario_record(v) for k, v in res.after.scenarios.items() if k != "reported"},
-               "proposals": proposals_record(res), "lifetimes": lifetimes_record(res), "written": res.written}
+               "proposals": proposals_record(res), "unaddressed": unaddressed_record(res),
+               "lifetimes": lifetimes_record(res), "written": res.written}
         emit(dumps(rec), output)
         if output is None:
             return 0

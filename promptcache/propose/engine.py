@@ -36,6 +36,7 @@ from .observe import Observer
 from .plan import Change, Plan, build
 from .remaining import Remaining, explain, remaining_findings
 from .rewrite import Rewriter
+from .unaddressed import Unaddressed, unaddressed
 
 __all__ = ["Change", "Plan", "Proposal", "ProposeResult", "propose"]
 
@@ -107,6 +108,8 @@ class ProposeResult:
         lifetimes: per template id, the lifetime optimiser's answer (every template it ran on).
         template_of_line: per ``(file, line)`` of the proposed log as audited, its template id
             (``None``: no template).
+        unaddressed: the findings of the log as it is that lose tokens and that no proposal
+            addresses, each with the reason (:mod:`.unaddressed`).
     """
 
     before: AuditResult
@@ -116,6 +119,7 @@ class ProposeResult:
     skipped_records: int = 0
     lifetimes: dict[str, lt.Choice] = field(default_factory=dict)
     template_of_line: dict[tuple[str, int], str | None] = field(default_factory=dict)
+    unaddressed: list[Unaddressed] = field(default_factory=list)
 
 
 class _Trace:
@@ -249,14 +253,22 @@ def propose(paths: Sequence[str | Path], opts: AuditOptions | None = None, *, wr
                 observers=[trace], book=book)
             choices = _choose(plans, trace, book, before.span_seconds, lifetime)
             job.conversations = trace.conv_of_source
+        key_of = {id(pl): k for k, pl in plans.items()}
         for _ in range(4):
             outs = job.rewrite()
             after, where = job.audit(outs, opts, progress=progress)
             proposals = _compare(before, after, obs, plans, job, where, choices)
             losing = [p for p in proposals if p.plan.applies and p.savings_usd is not None and p.savings_usd < 0]
             idle = [p for p in proposals if _no_effect(p)]
-            if not (losing or idle) or lifetime is not None:
+            rewrote = {o.template for o in outs if o.changed}
+            same = [p for p in proposals if p.plan.applies and key_of[id(p.plan)] not in rewrote]
+            for p in same:  # its rewrite left every record byte-identical: no saving can be its
+                p.plan.withdraw(None, "Withdrawn: it rewrites no logged request of the template (every proposed "
+                                      "record is byte-identical to the logged one).")
+            if not (losing or idle or same) or lifetime is not None:
                 break
+            losing = [p for p in losing if p not in same]
+            idle = [p for p in idle if p not in same]
             for p in losing:  # it costs more than it saves: withdrawn, and the rest simulated again
                 why = f"Withdrawn: re-simulated on this traffic it cost {usd(-p.savings_usd)} more than it saved."
                 if p.plan.active("lifetime"):
@@ -271,8 +283,9 @@ def propose(paths: Sequence[str | Path], opts: AuditOptions | None = None, *, wr
                                             else "."))
         written = job.written
     lines = {pl: (plans[o.template].template.id if o.template in plans else None) for pl, o in job.where.items()}
+    left = unaddressed(before.findings, {i: plans.get(k) for i, k in obs.key_of.items()}, proposals)
     return ProposeResult(before, after, proposals, str(written) if written else None, skipped,
-                         {plans[k].template.id: c for k, c in choices.items()}, lines)
+                         {plans[k].template.id: c for k, c in choices.items()}, lines, left)
 
 
 @dataclass
@@ -613,8 +626,12 @@ def _compare(before: AuditResult, after: AuditResult, obs: Observer, plans: dict
                 c.rationale += (f" {n:,} request{' keeps' if n == 1 else 's keep'} the upstream the log names: "
                                 "the record names it nowhere the proposal can set.")
         b, a = b_of.get(key, []), a_of.get(key, [])
-        out.append(Proposal(plan, len(b), unmatched.get(plan.template.id, 0), price(b, before.rules, job.book)[0],
-                            price(a, after.rules, job.book)[0], explain(job.candidates, a, after.rules),
+        b_tot = price(b, before.rules, job.book)[0]
+        # a plan that rewrites nothing leaves the requests as logged (records of a shape the
+        # proposal cannot rewrite are audited from their own file): after is before
+        a_tot = price(a, after.rules, job.book)[0] if a or plan.applies else b_tot
+        out.append(Proposal(plan, len(b), unmatched.get(plan.template.id, 0), b_tot,
+                            a_tot, explain(job.candidates, a, after.rules),
                             choices.get(key), lines_of.get(key, []),
                             remaining_findings(after.findings, {o.index for o in a})))
     out.sort(key=lambda p: p.savings_usd if p.savings_usd is not None else Decimal(0), reverse=True)

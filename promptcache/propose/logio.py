@@ -25,7 +25,8 @@ from ..ingest.jsonio import iter_records
 from ..model import Request, Source
 
 #: Formats whose records hold one request body that the proposal can rewrite.
-BODY_FORMATS = ("openai-chat", "openai-responses", "anthropic", "gemini", "litellm", "helicone", "portkey", "bedrock")
+BODY_FORMATS = ("openai-chat", "openai-responses", "anthropic", "gemini", "litellm", "helicone", "portkey", "bedrock",
+                "braintrust")
 
 
 @dataclass
@@ -243,14 +244,42 @@ def body_of(rec: Any) -> tuple[dict[str, Any], Callable[[], None]] | None:
     return body, put
 
 
+#: Token counts a gateway row keeps beside the bodies (LiteLLM spend logs and
+#: StandardLoggingPayload, Helicone exports, Portkey units): a rewritten record sets them to
+#: null, keeping the keys its reader is detected by (``promptcache.ingest.usage``).
+ROW_COUNTS = ("prompt_tokens", "completion_tokens", "total_tokens", "prompt_cache_read_tokens",
+              "prompt_cache_write_tokens", "req_units", "res_units")
+
+
 def drop_usage(rec: Any) -> None:
-    """Reported usage describes the original prompt: a rewritten record drops it."""
+    """Reported usage describes the original prompt: a rewritten record drops it (the usage
+    objects) or sets it to null (a row's own token columns), wherever a reader reads it, so
+    that the proposed log's audit reports no usage for it (``tests/test_propose_trial.py``
+    checks every rewritable producer shape of ``tests/data/formats``)."""
     if not isinstance(rec, dict):
         return
-    for holder in (rec, rec.get("response"), rec.get("response_body"), rec.get("response.body")):
+    for holder in (rec, rec.get("response"), rec.get("response_body"), rec.get("response.body"),
+                   rec.get("response_json")):
         if isinstance(holder, dict):
             for k in ("usage", "usageMetadata"):
                 holder.pop(k, None)
+    for k in ROW_COUNTS:
+        if rec.get(k) is not None:
+            rec[k] = None
+    md = rec.get("metadata")  # LiteLLM: metadata.usage_object, the metadata an object or JSON text
+    if isinstance(md, str) and "usage_object" in md:
+        try:
+            got = orjson.loads(md)
+        except orjson.JSONDecodeError:
+            got = None
+        if isinstance(got, dict) and got.pop("usage_object", None) is not None:
+            rec["metadata"] = orjson.dumps(got).decode()
+    elif isinstance(md, dict):
+        md.pop("usage_object", None)
+    m = rec.get("metrics")
+    if isinstance(m, dict) and "span_attributes" in rec:  # Braintrust: the counts in the span's metrics
+        for k in ("prompt_tokens", "prompt_cached_tokens", "prompt_cache_creation_tokens", "tokens", "completion_tokens"):
+            m.pop(k, None)
     inp, out = rec.get("input"), rec.get("output")
     if isinstance(inp, dict) and "inputBodyJson" in inp:  # Bedrock: the counts beside the bodies
         for k in ("inputTokenCount", "cacheReadInputTokenCount", "cacheWriteInputTokenCount"):

@@ -97,6 +97,8 @@ class TemplateStats:
             that open with them (at most :data:`HEAD_CONVERSATIONS` kept): a head most
             conversations share, such as project notes before the question, is stable content.
         conversations: conversations of the template (requests that continue none).
+        tool_choices: ``tool_choice`` values (as JSON text; ``null`` where a request sets none)
+            → requests, where the template's requests set more than one value or any.
     """
 
     requests: int = 0
@@ -122,6 +124,7 @@ class TemplateStats:
     inserted_example: str = ""
     heads: dict[tuple[int, int], set[int]] = field(default_factory=dict)
     conversations: int = 0
+    tool_choices: Counter = field(default_factory=Counter)
 
     def stable_head(self) -> tuple[int, int] | None:
         """``(parts, chained hash)`` of the longest leading conversation head that at least half
@@ -170,6 +173,7 @@ class Observer:
         st.requests += 1
         if r.arrival is not None:
             st.arrivals += 1
+        st.tool_choices[json.dumps(r.params.get("tool_choice"), sort_keys=True)] += 1
         tools = tuple(p.text for p in r.parts if p.kind == "tool")
         if len(tools) > 1:
             self.tool_orders.setdefault(key, set()).add(tools)

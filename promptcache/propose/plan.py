@@ -24,6 +24,9 @@ Changes (``Change.kind``):
   provider caches only at breakpoints (:mod:`.breakpoints`);
 - ``cache-key``: a stable ``prompt_cache_key`` per conversation (:mod:`.identity`);
 - ``pin-routing``: one upstream per template where a router spread its conversations;
+- ``keep-tool-choice``: one ``tool_choice`` for every request of the template where some
+  requests switch it (Anthropic: a change of ``tool_choice`` invalidates the cached messages);
+  what the other value asked of the model is said at the end of the newest user turn;
 - ``lifetime``: the cheapest TTL, retention and keep-alive policy (:mod:`.lifetime`, added after
   a first re-simulation);
 - ``append-only-history`` (advice): history truncated in a way the log cannot undo.
@@ -122,6 +125,8 @@ class Plan:
             usage losing to cache keys or to routing, on the template's requests.
         coarse: session identities that name several conversations (:meth:`~.observe.Observer.coarse`).
         pin: the upstream to pin, or ``None``.
+        tool_choice: ``(JSON text of the value every request sends, or "null" for none)`` where
+            ``keep-tool-choice`` applies, else ``None``.
         lifetime: the lifetime policy's ``setting`` (:class:`~.lifetime.Policy`), or ``None``.
         marker_ttl: the TTL the log's breakpoints use (``"1h"``) where breakpoints are placed
             again, else ``None`` (the default).
@@ -155,6 +160,7 @@ class Plan:
     reported: dict[str, tuple[int, int]] = field(default_factory=dict)
     coarse: frozenset[str] = frozenset()
     pin: str | None = None
+    tool_choice: str | None = None
     lifetime: dict[str, Any] | None = None
     marker_ttl: str | None = None
     head: tuple[int, int] | None = None
@@ -224,7 +230,7 @@ def _content(plan: Plan, obs: Observer, key: tuple[str, ...]) -> None:
                 f"{len(spaces)} place(s)", "one form, without it", "The model reads the same words; the part is "
                 "byte-identical across requests and is read from the cache."))
         moving = [s for s in part.slots if s.distinct > 1 and not s.reordered and s not in spaces
-                  and (s.volatile or (s.change_rate > CHANGE_RATE and part.kind != "tool"))]
+                  and (s.volatile or (s.change_rate > CHANGE_RATE and _keeps_changing(part, s, t.requests)))]
         items = [s for s in part.slots if s.reordered]
         plan.stable[part.path] = True
         summary = part.kind == "system" and any(
@@ -248,14 +254,17 @@ def _content(plan: Plan, obs: Observer, key: tuple[str, ...]) -> None:
                 "sort-items", part.path, "the same items in a different order per request",
                 "the items sorted within each group", "The model reads the same memories or retrieved items in "
                 "one fixed order (sorted by text) instead of by search score; state their relevance next to each "
-                "item if the order carried meaning."))
+                "item if the order carried meaning." if part.kind != "tool" else
+                "The model reads the same list in the tool's description (agents, skills: one per line) in one "
+                "fixed order, sorted by text, instead of the order the client happened to build it in; better still, "
+                "sort it where the client builds the description."))
         if not moving:
             if any(s.distinct > 1 and not s.reordered and s not in spaces for s in part.slots):
                 plan.stable[part.path] = False
             continue
         target = plan.tool_moves if part.kind == "tool" else plan.moves
         target[part.path] = [s.index for s in moving]
-        names = ", ".join(sorted({s.name for s in moving}))
+        names = ", ".join(sorted({s.name if s.name != "text" else "changing text" for s in moving}))
         only = any(s.optional for s in moving)
         tool = part.kind == "tool"
         plan.changes.append(Change(
@@ -305,6 +314,30 @@ def _tool_name(text: str) -> str:
         return text
 
 
+#: A tool's name as static text of its part (no slot inside it: slots are joined with NUL).
+_NAMED = re.compile(r'"name":\s*"[^"\x00]+"')
+
+
+def _keeps_changing(part: Any, s: Any, requests: int) -> bool:
+    """Whether a frequently changing slot keeps changing rather than having been edited once.
+
+    A tool's definition edited once (a new description from a deploy) costs one cache write,
+    and moving the new text out of the definition would change the tool for good; a note that
+    a client re-renders into the definition on call after call (a failure count, "last failure 2
+    turn(s) ago") is volatile context like any other: it moves (labelled with the tool's name).
+    Only prose moves (a value holding no JSON member, ``"name":``): a schema that changes is
+    not context to re-send; and only where the tool's name is static text (tools sent in another
+    order put another tool in this place: that is ``sort-tools``). Other template parts move on
+    the change rate alone, as before.
+    """
+    if part.kind != "tool":
+        return True
+    changes = round(s.change_rate * max(1, requests - 1))
+    prose = bool(s.examples) and not any('":' in e or '":' in e.replace('\\"', '"') for e in s.examples)
+    one_tool = _NAMED.search("\x00".join(part.statics)) is not None  # not another tool in this place
+    return s.distinct > 2 and changes >= 2 and prose and one_tool
+
+
 def _whitespace_only(s: Any) -> bool:
     """Whether a slot's values (its examples) differ only in surrounding whitespace."""
     return len(s.examples) > 1 and len(set(s.examples)) > 1 and len({e.strip() for e in s.examples}) == 1
@@ -349,6 +382,9 @@ def _from_findings(before: AuditResult, obs: Observer, plans: dict[tuple[str, ..
                 if f.tokens_lost:
                     t, n = plans[k].reported.get("key", (0, 0))
                     plans[k].reported["key"] = (t + f.tokens_lost, n + f.requests)
+        elif rid == "parameter-changed" and plan and (f.evidence or {}).get("param") == "tool_choice" \
+                and plan.tool_choice is None and plan.api in TOOL_CHOICE_APIS and len(plan.stats.tool_choices) > 1:
+            _keep_tool_choice(plan, f)
         elif rid == "routed-elsewhere" and plan and f.tokens_lost:
             t, n = plan.reported.get("routing", (0, 0))
             plan.reported["routing"] = (t + f.tokens_lost, n + f.requests)
@@ -365,6 +401,48 @@ def _from_findings(before: AuditResult, obs: Observer, plans: dict[tuple[str, ..
                 "append-only-history", f.segment or "messages", "history truncated from the front",
                 "history appended, compacted rarely", "The model keeps seeing the whole conversation until a "
                 "rare, large compaction; not simulated (the dropped turns are not in the log).", applied=False))
+
+
+#: Request shapes whose ``tool_choice`` the rewriter sets (a top-level field of the body).
+TOOL_CHOICE_APIS = ("anthropic", "chat", "responses")
+
+
+def tool_choice_instruction(value: Any) -> str | None:
+    """What a ``tool_choice`` value asks of the model, as a sentence for the newest user turn,
+    or ``None`` for the automatic choice (nothing to say): Anthropic's ``{"type": "none"|"any"|
+    "tool"|"auto"}``, the OpenAI shapes' ``"none"|"required"|"auto"`` and ``{"type": "function",
+    ...}``, as the bodies the readers parse carry them."""
+    kind = value.get("type") if isinstance(value, dict) else value
+    if kind == "none":
+        return "(Answer in text; do not call a tool for this message.)"
+    if kind in ("any", "required"):
+        return "(Answer by calling one of the tools.)"
+    if kind in ("tool", "function"):
+        name = value.get("name") or (value.get("function") or {}).get("name") if isinstance(value, dict) else None
+        return f"(Answer by calling the {name} tool.)" if name else "(Answer by calling the named tool.)"
+    return None
+
+
+def _keep_tool_choice(plan: Plan, f: Any) -> None:
+    """The template's most common ``tool_choice`` for every request; a request that asked for
+    another says so in its newest turn instead."""
+    import json
+
+    keep = plan.stats.tool_choices.most_common(1)[0][0]
+    others = [v for v in plan.stats.tool_choices if v != keep]
+    said = [x for x in (tool_choice_instruction(json.loads(v)) for v in others) if x]
+    plan.tool_choice = keep
+    n = sum(plan.stats.tool_choices[v] for v in others)
+    plan.changes.append(Change(
+        "keep-tool-choice", "tool_choice", f"{n:,} request(s) switch tool_choice to "
+        + ", ".join(others) + f" ({f.tokens_lost:,} tokens lost over {f.requests:,} requests)",
+        f"tool_choice {keep if keep != 'null' else 'unset'} in every request"
+        + (f"; those requests end their newest user turn with {' or '.join(repr(x) for x in said)}" if said else ""),
+        "The model is told in the message what tool_choice enforced, and may still call a tool where the other "
+        "value forbade it (or answer in text where it forced one): check those requests' answers. The provider "
+        "keeps the conversation's cached messages, which a change of tool_choice throws away (the invalidation table "
+        f"of the provider's rules, rules/providers/{plan.stats.provider or 'anthropic'}.yaml render.params); or send "
+        "those requests as a conversation of their own."))
 
 
 def _inserted(plan: Plan) -> None:

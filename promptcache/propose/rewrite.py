@@ -33,7 +33,7 @@ from .identity import conversation_identity, derived_key
 from .logio import body_of, drop_usage, set_upstream
 from .plan import Plan
 from .spans import take
-from .templates import TemplateIndex, line_span, region, sort_lines
+from .templates import JSON_BREAK, TemplateIndex, line_span, region, sort_lines
 
 
 @dataclass
@@ -150,7 +150,7 @@ class Rewriter:
         order = [p.path for p in region(req)]
         moved: list[str] = []
         emptied: list[str] = []
-        carried = plan.active("move-slots") or plan.active("move-inserted")
+        carried = plan.active("move-slots") or plan.active("move-inserted") or plan.active("keep-tool-choice")
         msgs: list[Any] | None = None
         pos: int | None = None
         if carried:
@@ -206,6 +206,8 @@ class Rewriter:
                         changed |= edits.canonicalize(body, p.path, p.kind)
                     except BadRecord:
                         continue
+        if plan.tool_choice is not None and plan.active("keep-tool-choice"):
+            changed |= self._keep_tool_choice(plan, body, moved)
         if moved:
             self._appended = self._append(plan, body, req, "\n\n".join(moved))
             changed |= self._appended
@@ -265,6 +267,25 @@ class Rewriter:
                 body["prompt_cache_retention"] = plan.lifetime["retention"]
                 changed = True
         return changed
+
+    @staticmethod
+    def _keep_tool_choice(plan: Plan, body: dict[str, Any], moved: list[str]) -> bool:
+        """The template's ``tool_choice`` in the body; what the request's own value asked of the
+        model goes into ``moved`` (the end of its newest user turn)."""
+        from .plan import tool_choice_instruction
+
+        keep = json.loads(plan.tool_choice or "null")
+        own = body.get("tool_choice")
+        if json.dumps(own, sort_keys=True) == plan.tool_choice:
+            return False
+        said = tool_choice_instruction(own)
+        if keep is None:
+            body.pop("tool_choice", None)
+        else:
+            body["tool_choice"] = keep
+        if said:
+            moved.append(said)
+        return True
 
     def _carry(self, plan: Plan, body: dict[str, Any], req: Request, msgs: list[Any], chains: list[int],
                skip: int | None) -> bool:
@@ -356,7 +377,8 @@ class Rewriter:
         if m is None:
             self.unmatched[plan.template.id] = self.unmatched.get(plan.template.id, 0) + 1
             return None
-        return take(text, [m.span(i + 1) for i in slots])
+        blocks = [i for i in slots if _block(part.slots[i], m.group(i + 1))]
+        return take(text, [m.span(i + 1) for i in slots if i not in blocks], [m.span(i + 1) for i in blocks])
 
     def _take_from_tool(self, plan: Plan, body: dict[str, Any], path: str, part: Any, slots: list[int]) -> list[str]:
         """Spans inside a tool definition's strings (its description): the value the slot holds
@@ -365,12 +387,7 @@ class Rewriter:
             tool = edits.get(body, path)
         except BadRecord:
             return []
-        text = json.dumps(tool, ensure_ascii=False, separators=(",", ":"))
-        m = part.pattern().match(text)
-        if m is None:
-            from ..ingest.common import stable_json
-
-            m = part.pattern().match(stable_json({k: v for k, v in tool.items() if k != "cache_control"}))
+        _, m = _tool_text(tool, part)
         if m is None:
             self.unmatched[plan.template.id] = self.unmatched.get(plan.template.id, 0) + 1
             return []
@@ -383,12 +400,16 @@ class Rewriter:
                 raw = json.loads(f'"{v}"')
             except ValueError:
                 raw = v
-            holders = [(c, k) for c, k in edits.string_leaves(tool) if raw in c[k]]
+            # a value of no volatile kind moves only out of prose (a description), never out of
+            # the schema (a property name, an enum value)
+            holders = [(c, k) for c, k in edits.string_leaves(tool) if raw in c[k]
+                       and (part.slots[i].volatile or k == "description")]
             if len(holders) != 1 or c_count(holders[0], raw) != 1:
                 continue
             c, k = holders[0]
             at = c[k].index(raw)
-            rest, texts = take(c[k], [(at, at + len(raw))])
+            span = [(at, at + len(raw))]
+            rest, texts = take(c[k], [], span) if _block(part.slots[i], raw) else take(c[k], span)
             if texts:
                 c[k] = rest
                 name = edits.tool_name(tool)
@@ -396,23 +417,39 @@ class Rewriter:
         return out
 
     def _sort_items(self, plan: Plan, body: dict[str, Any], path: str, part: Any, runs: list[tuple[int, int]]) -> bool:
-        try:
-            text = edits.get_text(body, path)
-        except BadRecord:
-            return False
-        m = part.pattern().match(text)
+        tool = None
+        if part.kind == "tool":  # the lines of a string in the tool's JSON (a description listing agents)
+            try:
+                tool = edits.get(body, path)
+            except BadRecord:
+                return False
+            text, m = _tool_text(tool, part)
+            sep = JSON_BREAK
+        else:
+            try:
+                text = edits.get_text(body, path)
+            except BadRecord:
+                return False
+            m = part.pattern().match(text)
+            sep = "\n"
         if m is None:
             self.unmatched[plan.template.id] = self.unmatched.get(plan.template.id, 0) + 1
             return False
         new = text
         for first, last in sorted(runs, key=lambda r: m.start(r[0] + 1), reverse=True):
-            a = line_span(text, m.span(first + 1))[0]
-            b = line_span(text, m.span(last + 1))[1]
-            new = new[:a] + sort_lines(a, b, text) + new[b:]
-        if new != text:
+            a = line_span(text, m.span(first + 1), sep)[0]
+            b = line_span(text, m.span(last + 1), sep)[1]
+            new = new[:a] + sort_lines(a, b, text, sep) + new[b:]
+        if new == text:
+            return False
+        if tool is None:
             edits.set_text(body, path, new)
             return True
-        return False
+        try:
+            sorted_tool = json.loads(new)
+        except ValueError:
+            return False
+        return _set_strings(tool, sorted_tool)
 
     @staticmethod
     def _newest_turn(req: Request) -> tuple[str, int] | None:
@@ -576,6 +613,53 @@ class Rewriter:
                     n = edits.set_ttl(holder, ttl)
                 changed |= n > 0
         return changed
+
+
+def _tool_text(tool: Any, part: Any) -> tuple[str, Any]:
+    """A body's tool as the JSON text its template part matches (as logged, else as the readers
+    write it: sorted keys, no ``cache_control``), and the match (``None``: neither matches)."""
+    from ..ingest.common import stable_json
+
+    text = json.dumps(tool, ensure_ascii=False, separators=(",", ":"))
+    m = part.pattern().match(text)
+    if m is None and isinstance(tool, dict):
+        text = stable_json({k: v for k, v in tool.items() if k != "cache_control"})
+        m = part.pattern().match(text)
+    return text, m
+
+
+def _set_strings(target: Any, source: Any) -> bool:
+    """Set every string of ``target`` to the one at the same place in ``source`` (the same JSON
+    value with some strings changed), keeping ``target``'s own key order; returns whether a
+    string changed."""
+    changed = False
+    if isinstance(target, dict) and isinstance(source, dict):
+        for k, v in target.items():
+            if k not in source:
+                continue
+            if isinstance(v, str) and isinstance(source[k], str):
+                if v != source[k]:
+                    target[k] = source[k]
+                    changed = True
+            else:
+                changed |= _set_strings(v, source[k])
+    elif isinstance(target, list) and isinstance(source, list) and len(target) == len(source):
+        for i, v in enumerate(target):
+            if isinstance(v, str) and isinstance(source[i], str):
+                if v != source[i]:
+                    target[i] = source[i]
+                    changed = True
+            else:
+                changed |= _set_strings(v, source[i])
+    return changed
+
+
+def _block(slot: Any, value: str) -> bool:
+    """Whether a slot's value is a conditional block: other requests of the template render
+    nothing there, and the value holds a line break (a note appended to a description, a line
+    rendered under a condition). It moves exactly as it is, so the text left is the text those
+    requests carry (:func:`~.spans.take`)."""
+    return slot.optional and "\n" in value and bool(value.strip())
 
 
 def converse_caches_tools(model: str | None) -> bool:

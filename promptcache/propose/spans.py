@@ -98,8 +98,16 @@ def cut(text: str, span: tuple[int, int]) -> Cut:
     return Cut(s, e, moved)
 
 
-def take(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[str]]:
+def take(text: str, spans: list[tuple[int, int]], blocks: list[tuple[int, int]] = ()) -> tuple[str, list[str]]:
     """Take several value spans (``[a, b)`` of each value) out of ``text``.
+
+    Args:
+        text: the part's text.
+        spans: values that move with their span (:func:`span_of`).
+        blocks: values that move exactly as they are, their line breaks included: a
+            conditional block (a slot that other requests of the template render as nothing,
+            whose value holds a line break), so the text left is exactly the text those
+            requests carry.
 
     Returns:
         ``(text left, [moved span, ...])`` in text order; blank values move nothing, and spans
@@ -107,22 +115,26 @@ def take(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[str]]:
 
     >>> take("Be kind.\\nUser: Ana (id 7).\\nAnswer.", [(15, 18), (23, 24)])
     ('Be kind.\\nAnswer.', ['User: Ana (id 7).'])
+    >>> take("Run it.\\n\\n[NOTE failed twice.]", [], [(7, 29)])
+    ('Run it.', ['[NOTE failed twice.]'])
     """
     found = sorted(s for s in (span_of(text, a, b) for a, b in spans) if s is not None)
+    exact = sorted((a, b) for a, b in blocks if text[a:b].strip())
     merged: list[list[int]] = []
-    for a, b in found:
+    for a, b in sorted(found + exact):
         if merged and a <= merged[-1][1]:
             merged[-1][1] = max(merged[-1][1], b)
         else:
             merged.append([a, b])
-    cuts = [cut(text, (a, b)) for a, b in merged]
+    whole = set(exact)
+    cuts = [Cut(a, b, text[a:b].strip()) if (a, b) in whole else cut(text, (a, b)) for a, b in merged]
     joined: list[Cut] = []
     for c in cuts:  # whole lines one after another move as one block, in their own line breaks
         if joined and c.start <= joined[-1].end and text[joined[-1].end - 1:joined[-1].end] == "\n":
             prev = joined.pop()
             c = Cut(prev.start, max(prev.end, c.end), text[prev.start:max(prev.end, c.end)].strip())
         joined.append(c)
-    cuts = [_with_head(text, c) for c in joined]
+    cuts = [c if (c.start, c.end) in whole else _with_head(text, c) for c in joined]
     out, pos = [], 0
     for c in cuts:
         start = max(c.start, pos)

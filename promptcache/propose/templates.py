@@ -286,10 +286,11 @@ class TemplateIndex:
         ref = pat.match(texts[0])
         if ref is None or not pt.slots:
             return
+        sep = JSON_BREAK if pt.kind == "tool" else "\n"  # a tool's text is JSON: its lines are in a string
         runs: list[list[int]] = []
         for s in pt.slots:
-            a, b = line_span(texts[0], ref.span(s.index + 1))
-            if runs and a <= line_span(texts[0], ref.span(runs[-1][-1] + 1))[1] + 1:
+            a, b = line_span(texts[0], ref.span(s.index + 1), sep)
+            if runs and a <= line_span(texts[0], ref.span(runs[-1][-1] + 1), sep)[1] + len(sep):
                 runs[-1].append(s.index)
             else:
                 runs.append([s.index])
@@ -301,10 +302,10 @@ class TemplateIndex:
                 m = pat.match(t)
                 if m is None:
                     continue
-                a = line_span(t, m.span(run[0] + 1))[0]
-                b = line_span(t, m.span(run[-1] + 1))[1]
+                a = line_span(t, m.span(run[0] + 1), sep)[0]
+                b = line_span(t, m.span(run[-1] + 1), sep)[1]
                 raw.add(t[a:b])
-                lined.add(sort_lines(a, b, t))
+                lined.add(sort_lines(a, b, t, sep))
             if len(raw) > 1 and len(lined) == 1:
                 for i in run:
                     pt.slots[i].reordered = True
@@ -333,24 +334,58 @@ _VALUE_CHAR = re.compile(r"[\w\-:+/@.]")
 _GROUP_HEAD = re.compile(r"^\s*(\[[^\]]*\]|#+\s.*|.*:)\s*$")
 
 
-def line_span(text: str, span: tuple[int, int]) -> tuple[int, int]:
-    """``span`` widened to the whole lines holding it."""
+#: The line break inside a JSON string (a tool definition's text: its description's lines).
+JSON_BREAK = "\\n"
+
+
+def _string_bounds(text: str, a: int, b: int) -> tuple[int, int]:
+    """``(start, end)`` of the JSON string holding ``text[a:b]``: after its opening quote and
+    at its closing one (a quote counts when an even number of backslashes precede it)."""
+    def quoted(i: int) -> bool:
+        k = i - 1
+        while k >= 0 and text[k] == "\\":
+            k -= 1
+        return (i - 1 - k) % 2 == 0
+
+    i = a - 1
+    while i >= 0 and not (text[i] == '"' and quoted(i)):
+        i -= 1
+    j = max(a, b)
+    while j < len(text) and not (text[j] == '"' and quoted(j)):
+        j += 1
+    return i + 1, j
+
+
+def line_span(text: str, span: tuple[int, int], sep: str = "\n") -> tuple[int, int]:
+    """``span`` widened to the whole lines holding it; with ``sep`` :data:`JSON_BREAK`, the
+    lines of the JSON string that holds it (a tool's description inside the tool's JSON text).
+
+    >>> t = '{"d":"Agents:\\\\n- b: x\\\\n- a: y","n":1}'
+    >>> a, b = line_span(t, (t.index("b:"), t.index("b:") + 2), JSON_BREAK); t[a:b]
+    '- b: x'
+    """
     a, b = span
-    start = text.rfind("\n", 0, a) + 1
-    end = text.find("\n", max(a, b - 1)) if b > a else text.find("\n", a)
-    return start, len(text) if end < 0 else end
+    if sep == "\n":
+        start = text.rfind("\n", 0, a) + 1
+        end = text.find("\n", max(a, b - 1)) if b > a else text.find("\n", a)
+        return start, len(text) if end < 0 else end
+    lo, hi = _string_bounds(text, a, b)
+    k = text.rfind(sep, lo, a)
+    start = lo if k < 0 else k + len(sep)
+    end = text.find(sep, max(a, b - 1) if b > a else a, hi)
+    return start, hi if end < 0 else end
 
 
-def sort_lines(a: int, b: int, text: str) -> str:
-    """The lines of ``text[a:b]`` sorted within each group (a heading line starts a group and
-    stays where it is).
+def sort_lines(a: int, b: int, text: str, sep: str = "\n") -> str:
+    """The lines of ``text[a:b]`` (split at ``sep``) sorted within each group (a heading line
+    starts a group and stays where it is).
 
     >>> sort_lines(0, 30, "[A]\\nz\\ny\\n[B]\\nx\\nw")
     '[A]\\ny\\nz\\n[B]\\nw\\nx'
     """
     out: list[str] = []
     group: list[str] = []
-    for line in text[a:b].split("\n"):
+    for line in text[a:b].split(sep):
         if _GROUP_HEAD.match(line):
             out.extend(sorted(group))
             group = []
@@ -358,7 +393,7 @@ def sort_lines(a: int, b: int, text: str) -> str:
         else:
             group.append(line)
     out.extend(sorted(group))
-    return "\n".join(out)
+    return sep.join(out)
 
 
 def _matched(ref: str, other: str) -> tuple[list[bool], set[int]]:

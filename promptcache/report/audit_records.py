@@ -205,6 +205,13 @@ def proposals_record(res: Any) -> list[dict[str, Any]]:
     return out
 
 
+def unaddressed_record(res: Any) -> list[dict[str, Any]]:
+    """The ``unaddressed`` array: the findings of the log as it is that lose tokens and that no
+    proposal addresses (``ProposeResult.unaddressed``), largest loss first; each item
+    :meth:`~promptcache.propose.unaddressed.Unaddressed.to_record`."""
+    return [u.to_record() for u in res.unaddressed]
+
+
 def lifetime_record(choice: Any) -> dict[str, Any] | None:
     """A template's cache-lifetime analysis (:class:`~promptcache.propose.lifetime.Choice`):
     ``current`` and ``best`` (``policy``, ``cost_usd``, ``keepalive_requests``), ``ranked``

@@ -29,7 +29,7 @@ def render_report(fmt: str, res: AuditResult, proposed: Any = None, *, table: st
         ConfigError: for ``parquet`` without ``output`` or pyarrow, or the proposals table
             without proposals.
     """
-    from .audit_records import audit_record, proposals_record, scenario_record
+    from .audit_records import audit_record, proposals_record, scenario_record, unaddressed_record
 
     rec = audit_record(res, include_requests=fmt in ("csv", "parquet") and table == "requests", detail=True)
     props = proposals_record(proposed) if proposed is not None else None
@@ -38,11 +38,11 @@ def render_report(fmt: str, res: AuditResult, proposed: Any = None, *, table: st
     if fmt == "html":
         from .html import render_html
 
-        return render_html(rec, props, after=after)
+        return render_html(rec, props, after=after, unaddressed=unaddressed_record(proposed) if proposed else ())
     if fmt == "markdown":
         from .markdown import render_markdown
 
-        return render_markdown(rec, props, after=after)
+        return render_markdown(rec, props, after=after, unaddressed=unaddressed_record(proposed) if proposed else ())
     from .tables import write_table
 
     return write_table(fmt, table, rec, props, output)

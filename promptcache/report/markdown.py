@@ -55,7 +55,8 @@ def inputs_table(inputs: list[dict[str, Any]]) -> list[str]:
 
 
 def render_markdown(rec: dict[str, Any], proposals: Sequence[dict[str, Any]] | None = None, *,
-                    after: dict[str, Any] | None = None, findings: int = 5) -> str:
+                    after: dict[str, Any] | None = None, findings: int = 5,
+                    unaddressed: Sequence[dict[str, Any]] = ()) -> str:
     """The summary: scenarios, savings, the top findings with location and fix, proposals.
 
     Args:
@@ -63,6 +64,7 @@ def render_markdown(rec: dict[str, Any], proposals: Sequence[dict[str, Any]] | N
         proposals: ``proposals_record(...)``, or ``None`` when proposals were not asked for.
         after: scenario records of the proposed log.
         findings: how many findings to list.
+        unaddressed: ``unaddressed_record(...)``: findings no proposal addresses.
 
     Returns:
         Markdown text ending in a newline.
@@ -142,8 +144,12 @@ def render_markdown(rec: dict[str, Any], proposals: Sequence[dict[str, Any]] | N
                            f"{md(Path(r['first']['path']).name)}:{r['first']['line']} |")
     if proposals is not None:
         out += ["", "#### Proposals", ""]
+        from .proposal_lines import unaddressed_lines, unexplained_of
+
+        head, left = unaddressed_lines(bool(proposals), list(unaddressed), unexplained_of(rec))
         if not proposals:
-            out.append("No proposals: the templates already keep their stable content first.")
+            out.append(md(head))
+            out += [f"- {md(x)}" for x in left]
         else:
             out += ["| template | requests | changes | hit ratio | cost | saves | simulated / ideal after | lifetime |",
                     "|---|--:|---|--:|--:|--:|--:|---|"]
@@ -172,6 +178,8 @@ def render_markdown(rec: dict[str, Any], proposals: Sequence[dict[str, Any]] | N
                 for head, lines in parts:
                     out.append(f"- {md(head.capitalize())}:")
                     out += [f"  - {md(x)}" for x in lines]
+            if left:
+                out += ["", md(head), ""] + [f"- {md(x)}" for x in left]
             if after is not None:
                 b, a = sc["simulated"], after["simulated"]
                 out.append(f"\nAll traffic: hit ratio {pct(b['hit_ratio'])} → {pct(a['hit_ratio'])}, "

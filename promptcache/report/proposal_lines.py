@@ -63,3 +63,40 @@ def gap_lines(p: dict[str, Any], limit: int = 6) -> list[tuple[str, list[str]]]:
             lines.append(f"… {len(rows) - limit} more in --format json")
         out.append((f"the {total:,} tokens {GAP_LINES[gap]}, by cause", lines))
     return out
+
+
+def unaddressed_lines(proposed: bool, left: list[dict[str, Any]], unexplained: int = 0) -> tuple[str, list[str]]:
+    """The proposals' opening line and the findings no proposal addresses, one line each, from
+    :func:`~.audit_records.unaddressed_record`: ``(head, lines)``.
+
+    With no proposal the head never says the templates are fine while a finding loses tokens:
+    it says how many findings no proposal addresses, and each line says why; ``unexplained``
+    (tokens the accounting attributes to no cause) is named too, as no proposal can address
+    what no rule explains.
+    """
+    from .numbers import usd
+
+    lines = [f"{x['code']} {x['rule']}" + (f" at {x['segment']}" if x.get("segment") else "")
+             + f": {x['tokens_lost']:,} tokens" + (f" ({usd(x['cost_usd_lost'])})" if x.get("cost_usd_lost") is not None
+                                                    else "") + f" over {_n(x['requests'], 'request')}: {x['reason']}"
+             for x in left]
+    n = len(left)
+    if unexplained:
+        lines.append(f"{unexplained:,} tokens that no rule explains (the accounting's unexplained rows): no proposal "
+                     "can address a cause no rule names")
+    if proposed:
+        head = f"Not addressed by any proposal ({_n(n, 'finding')}):" if n else (
+            "Not addressed by any proposal:" if unexplained else "")
+    elif n:
+        head = f"No proposals, though {_n(n, 'finding')} {'loses' if n == 1 else 'lose'} tokens; no proposal addresses:"
+    elif unexplained:
+        head = "No proposals: no finding names a cause the proposals could address:"
+    else:
+        head = "No proposals: no finding loses tokens, and the templates behind this traffic keep their stable content first."
+    return head, lines
+
+
+def unexplained_of(rec: dict[str, Any]) -> int:
+    """Tokens the audit record's accounting attributes to no cause (its ``unexplained`` rows)."""
+    acc = rec.get("accounting")
+    return sum(r["tokens"] for r in acc["rows"] if r["cause"] == "unexplained") if acc else 0

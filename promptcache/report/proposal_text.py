@@ -14,19 +14,25 @@ from ..diagnose.redact import redact
 from ..propose.engine import ProposeResult
 from .audit_text import per_day
 from .numbers import duration, pct, usd
-from .proposal_lines import gap_lines, headline, held_line
+from .proposal_lines import gap_lines, headline, held_line, unaddressed_lines
 
 
 def render_proposals(res: ProposeResult, console: Console, *, show_text: bool = False) -> None:
     """Print every proposal (templates with changes), the lifetime analysis of the other
     templates, then the totals before and after."""
+    from .audit_records import proposals_record, unaddressed_record
+
     span = res.before.span_seconds
+    acc = res.before.accounting
+    head, left = unaddressed_lines(bool(res.proposals), unaddressed_record(res),
+                                   acc.unexplained_tokens if acc is not None else 0)
     if not res.proposals:
-        console.print("[green]No proposals: the templates behind this traffic already keep their stable content first.[/]")
+        console.print(Text(head, style="yellow" if left else "green"))
+        for line in left:
+            console.print("  " + line, markup=False, highlight=False)
     else:
         console.print(Text("Proposals (each plan applied to every request of its template and re-simulated together)",
                            style="bold"))
-    from .audit_records import proposals_record
 
     for p, rec in zip(res.proposals, proposals_record(res)):
         t = p.plan.template
@@ -51,6 +57,10 @@ def render_proposals(res: ProposeResult, console: Console, *, show_text: bool = 
             console.print(line, markup=False, highlight=False)
         if p.lifetime is not None:
             console.print(_lifetime_line(p.lifetime), markup=False, highlight=False)
+    if res.proposals and left:
+        console.print(Text(head, style="bold"))
+        for line in left:
+            console.print("  " + line, markup=False, highlight=False)
     others = {tid: c for tid, c in res.lifetimes.items()
               if tid not in {p.plan.template.id for p in res.proposals}}
     if others:
