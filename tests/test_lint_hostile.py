@@ -364,3 +364,16 @@ def test_a_linked_directory_is_followed_and_reported_where_the_user_sees_it(work
     assert [(f["location"]["path"], f["code"]) for f in doc["findings"]] == [("proj/.claude/commands/x.j2", "PC109")]
     assert doc["summary"]["files"] == 1  # `up` leads back to proj: not walked again
     assert any(n["path"] == "proj/.claude/up" for n in doc["notes"])
+
+
+@pytest.mark.parametrize("depth", [150, 192, 199])
+def test_python_parser_memory_error_is_a_syntax_finding(workspace, depth):
+    """CPython's parser raises MemoryError, not SyntaxError, on 192 brackets after a quote in an
+    f-string (found by the property test below): a ``template-syntax`` finding, exit 1, not an
+    internal error."""
+    p = workspace / "deep.py"
+    p.write_text('SYSTEM_PROMPT = f"' + '"' + "[" * depth + ' Rule one."\n', encoding="utf-8")
+    code, out, err = lint(p, "--format", "json")
+    assert code in (1, 2), err
+    findings = json.loads(out)["findings"]
+    assert [f["rule"] for f in findings] == ["template-syntax"], findings

@@ -1024,6 +1024,12 @@ def parse_python(path: str, text: str) -> Parsed:
         parsed.issues.append(Issue("template-syntax", Span.point(path, e_line, e_col), "python",
                                    {"reason": f"Python syntax error: {getattr(e, 'msg', None) or e}"}))
         return parsed
+    except MemoryError:
+        # CPython's parser raises MemoryError (not SyntaxError) when brackets nest just below its
+        # 200-level tokenizer limit inside some expressions (`f"` + 192 `[`): its own stack is full
+        parsed.issues.append(Issue("template-syntax", Span.point(path, 1, 1), "python",
+                                   {"reason": "Python's parser ran out of stack: brackets nested too deep to parse"}))
+        return parsed
     parsed.docs += src.sdk_docs()
     parsed.docs += langchain_docs(src)
     parsed.docs += src.template_docs()
