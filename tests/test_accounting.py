@@ -60,7 +60,11 @@ def test_unexplained_reported_loss_is_a_row_and_no_report_says_no_causes(tmp_log
     assert acc.gaps["reported"] == sim
     (row,) = [r for r in acc.rows if r.gap == "reported"]
     assert (row.rule, row.tokens, row.requests, row.line) == (UNEXPLAINED.id, sim, 1, 2)
-    assert row.evidence == {"miss_reasons": {"reported below simulated": 1}}
+    # the evidence there is: the model, the prompt's size, request 2 only appends to request 1,
+    # and the log reports nothing cached on it
+    assert row.evidence == {"miss_reasons": {"reported below simulated": 1}, "models": ["gpt-4o"],
+                            "prompt_tokens_band": f"{res.outcomes[1].prompt_tokens:,}",
+                            "prefix_unchanged_requests": 1, "reported_zero_requests": 1}
     assert not [f for f in res.findings if f.tokens_lost]  # no rule claims it
     text = _text(res)
     assert "No cache-breaking causes found" not in text and "unexplained" in text

@@ -325,3 +325,94 @@ def test_a_previous_response_id_chain_whose_start_is_not_in_the_log(tmp_path):
     hand = O.length({"messages": recs[0]["request"]["input"]})
     assert abs(logged - hand) <= 4, (logged, hand)
     assert res.accounting.gaps["reported"] == res.accounting.gaps["content"] == 0
+
+
+# ------------------------------------------------------------------ a best-effort implicit cache (class 1)
+
+G = handcount.Counter("cl100k_base", "gemini")
+
+
+def vertex_rows(system: str, reported: list[int | None]) -> tuple[list[dict], list[dict]]:
+    """Vertex AI request-response logging rows (the BigQuery export's shape:
+    tests/data/formats/vertex_ai_request_response_bq.jsonl) of one conversation that only
+    appends, ``reported[k]`` the ``cachedContentTokenCount`` of request k; and each request as
+    the hand counter's record (system, then the turns)."""
+    rows, recs, contents = [], [], []
+    for k, cached in enumerate(reported):
+        contents.append({"role": "user", "parts": [{"text": f"Ticket {k}: the courier left parcel {k} at the wrong depot."}]})
+        rec = {"system": system, "messages": [{"role": c["role"], "content": c["parts"][0]["text"]} for c in contents]}
+        recs.append(rec)
+        n = G.length(rec)
+        rows.append({"endpoint": "projects/p-9/locations/global/publishers/google/models/gemini-3-flash-preview",
+                     "deployed_model_id": "", "logging_time": f"2026-07-15 07:2{k}:00.000000 UTC",
+                     "request_id": str(8100000000 + k), "request_payload": [], "response_payload": [],
+                     "model": "gemini-3-flash-preview", "model_version": "", "api_method": "generateContent",
+                     "full_request": {"contents": json.loads(json.dumps(contents)), "systemInstruction": {"parts": [{"text": system}]},
+                                      "generationConfig": {"temperature": 0.2}},
+                     "full_response": {"candidates": [{"content": {"role": "model", "parts": [{"text": f"Rerouted {k}."}]},
+                                                       "finishReason": "STOP"}],
+                                       "usageMetadata": {"promptTokenCount": n, "candidatesTokenCount": 4, "totalTokenCount": n + 4,
+                                                         **({"cachedContentTokenCount": cached} if cached is not None else {})}},
+                     "metadata": {"region": "global"}, "otel_log": None})
+        contents.append({"role": "model", "parts": [{"text": f"Rerouted {k}."}]})
+    return rows, recs
+
+
+def write_rows(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_gemini_3_reporting_nothing_cached_on_an_unchanged_prefix_in_the_dead_zone_band(tmp_path):
+    """googleapis/python-genai#2064: gemini-3-flash-preview reports cachedContentTokenCount 0 on
+    prompts of ~9K-17K tokens whose prefix is unchanged. Five requests that only append, a ~10K
+    system instruction; requests 2, 3 and 5 report 0 cached, request 4 half of what it shares.
+    Hand count (cl100k on the units, 4 framing tokens a turn): the simulation serves request k
+    what it shares with request k-1 (one prefix, min 4,096, token granularity), so
+    implicit-cache-missed claims Σ shared(k, k-1) over k = 2, 3, 5, named with the size band and
+    the public report as a guess; request 4's partial gap (shared(4, 3) − half of it) stays
+    unexplained, shown with its model, size band and that its prefix is unchanged."""
+    system = HANDBOOK + "\n" + "\n".join(f"Depot {k} handles parcels for postcode area {k} on weekdays." for k in range(1, 600))
+    assert 9000 < G.length({"system": system, "messages": []}) < 16000
+    rows, recs = vertex_rows(system, [0, 0, 0, None, 0])
+    half = G.shared(recs[3], recs[2]) // 2
+    rows[3]["full_response"]["usageMetadata"]["cachedContentTokenCount"] = half
+    res = audit([write_rows(tmp_path / "vertex.jsonl", rows)], AuditOptions())
+    f = by_rule(res, "implicit-cache-missed")
+    hand = sum(G.shared(recs[k], recs[k - 1]) for k in (1, 2, 4))
+    assert f.requests == 3 and abs(f.tokens_lost - hand) <= 0.1 * hand, (f.tokens_lost, hand)
+    sizes = sorted(res.outcomes[k].prompt_tokens for k in (1, 2, 4))
+    assert f"prompts of {sizes[0]:,}–{sizes[-1]:,} tokens" in f.message
+    assert "a guess" in f.message and "python-genai/issues/2064" in f.message
+    assert f.evidence["prefix_unchanged"] is True and f.evidence["model"] == "gemini-3-flash-preview"
+    (row,) = [r for r in res.accounting.rows if r.gap == "reported" and r.rule == "unexplained"]
+    hand_partial = G.shared(recs[3], recs[2]) - half
+    assert row.requests == 1 and abs(row.tokens - hand_partial) <= 0.1 * hand_partial, (row.tokens, hand_partial)
+    assert row.evidence["prefix_unchanged_requests"] == 1 and row.evidence["reported_zero_requests"] == 0
+    assert row.evidence["models"] == ["gemini-3-flash-preview"]
+    assert row.evidence["prompt_tokens_band"] == f"{res.outcomes[3].prompt_tokens:,}"
+    assert res.accounting.gaps["reported"] == f.tokens_lost + row.tokens
+    # the headline names the reported gap ("left on the table" counts the other two gaps)
+    from rich.console import Console
+    from promptcache.report.audit_text import render_audit
+    con = Console(record=True, width=400)
+    render_audit(res, con)
+    assert f"reports {res.accounting.gaps['reported']:,} tokens uncached that the simulation serves" in con.export_text()
+
+
+def test_a_best_effort_miss_outside_any_reported_band_is_named_without_a_guess(tmp_path):
+    """The same log with a ~5K system instruction (above Gemini 3's 4,096 minimum, below the
+    reported band): the documented mechanic (no hit guarantee) is named, no public report is
+    guessed at; and a request whose prefix changed is not claimed by it."""
+    system = "\n".join(f"Depot {k} handles parcels for postcode area {k} on weekdays." for k in range(1, 330))
+    assert 4096 < G.length({"system": system, "messages": []}) < 9000
+    rows, recs = vertex_rows(system, [0, 0, 0])
+    res = audit([write_rows(tmp_path / "vertex.jsonl", rows)], AuditOptions())
+    f = by_rule(res, "implicit-cache-missed")
+    hand = G.shared(recs[1], recs[0]) + G.shared(recs[2], recs[1])
+    assert f.requests == 2 and abs(f.tokens_lost - hand) <= 0.1 * hand and "guess" not in f.message
+    # request 3's system instruction edited at its end: its prefix changed, the rule does not claim it
+    rows[2]["full_request"]["systemInstruction"]["parts"][0]["text"] = system + "\nDepot 330 is closed."
+    res = audit([write_rows(tmp_path / "vertex2.jsonl", rows)], AuditOptions())
+    f = by_rule(res, "implicit-cache-missed")
+    assert f.requests == 1 and abs(f.tokens_lost - G.shared(recs[1], recs[0])) <= 0.1 * G.shared(recs[1], recs[0])

@@ -464,7 +464,7 @@ class Diagnoser:
         if writer is None and preds:
             writer = preds[0][0]
         self._rules_gap(step, writer, best[0] if best and best_cf is not None else None, best_cf)
-        self._reported_gap(step, preds[0][0][0] if preds else None)
+        self._reported_gap(step, preds[0][0] if preds else None)
         if sess is not None and preds and not preds[0][1]:
             self._replay(step, preds[0][0])
         self._keys(step, ideal_ns)
@@ -485,6 +485,7 @@ class Diagnoser:
         by namespace sends back to be merged."""
         self._finish_keys()
         self._finish_shared_keys()
+        self._finish_best_effort()
         self._finish_shadow()
         return self.cands
 
@@ -1170,10 +1171,13 @@ class Diagnoser:
 
     # ------------------------------------------------------------------ the reported gap
 
-    def _reported_gap(self, step: Step, prev: Request | None) -> None:
+    def _reported_gap(self, step: Step, pred: tuple[Request, Prompt, _Context | None] | None) -> None:
         """Claim the request's reported gap (simulated read minus the cache read the log
-        reports) for the one explanation its evidence supports, else ``unexplained``."""
+        reports) for the one explanation its evidence supports, else ``unexplained`` with the
+        evidence there is (the model, the prompt's size, whether the request only appends to
+        its predecessor: :meth:`_unchanged`)."""
         o, r = step.outcome, step.request
+        prev = pred[0] if pred is not None else None
         u = r.usage
         if u is None or not u.cache_reported:  # no cache usage logged: nothing to compare with
             return
@@ -1197,11 +1201,15 @@ class Diagnoser:
         if gap <= 0:
             return
         got = self._reported_cause(step, prev)
+        unchanged = self._unchanged(step, pred)
+        if got is None and unchanged and u.cache_read_tokens == 0:
+            got = self._best_effort(step)
         if got is None:
             self._add(step, UNEXPLAINED, ("reported",), segment=None, char=None, token=None,
                       evidence={"simulated_tokens": o.cached_tokens, "reported_tokens": u.cache_read_tokens,
                                 "reported_input_tokens": u.input_tokens}, lost=gap, cost=cost, gap="reported",
-                      reason="reported below simulated")
+                      reason="reported below simulated", model=o.model or "-", prompt_tokens=o.prompt_tokens,
+                      prefix_unchanged=unchanged, reported_zero=u.cache_read_tokens == 0)
             return
         rule, key, evidence, values = got
         self._add(step, rule, key, segment=None, char=None, token=None, evidence=evidence, lost=gap, cost=cost,
@@ -1258,6 +1266,65 @@ class Diagnoser:
             return checks["no-key"], (ns,), {"cache_key": None, "reported_cached_tokens": r.usage.cache_read_tokens if r.usage else None,
                                              "simulated_tokens": o.cached_tokens}, {}
         return None
+
+    @staticmethod
+    def _unchanged(step: Step, pred: tuple[Request, Prompt, _Context | None] | None) -> bool:
+        """Whether the request only appends to its predecessor: it holds the predecessor's whole
+        prompt up to its generation prompt (the chat framing after the last message) as its
+        prefix, so nothing in the prompt explains a miss."""
+        if pred is None or not comparable(pred[2], step.context):
+            return False
+        pp = pred[1]
+        if not pp.segments:
+            return False
+        end = pp.seg_ends[-2] if len(pp.segments) >= 2 and pp.segments[-1].kind == "frame" else pp.seg_ends[-1]
+        return end > 0 and common_prefix(step.prompt.units[:end * 4], pp.units[:end * 4]) >= end
+
+    def _best_effort(self, step: Step) -> tuple[Rule, tuple[Any, ...], dict[str, Any], dict[str, Any]] | None:
+        """The documented best-effort implicit cache (``check: best-effort``; ``options.providers``
+        the rules files whose provider documents no hit guarantee) for a request that only appends
+        to its predecessor and is reported as reading nothing, or ``None``. The size band and the
+        guess (``options.known``) are filled over the whole log by :meth:`_finish_best_effort`."""
+        rule = self._first("reported-usage", "check", "best-effort")
+        o = step.outcome
+        if rule is None or step.rules.kind != "provider" or step.rules.mode != "prefix" \
+                or o.provider not in (rule.options.get("providers") or ()):
+            return None
+        model = o.model or "-"
+        return rule, (f"{o.provider}/{model}",), {"model": model, "prompt_tokens": o.prompt_tokens,
+                                                   "simulated_tokens": o.cached_tokens, "reported_cached_tokens": 0,
+                                                   "prefix_unchanged": True}, \
+            {"model": model, "prompt_tokens": o.prompt_tokens, "band": f"{o.prompt_tokens:,}", "guess": ""}
+
+    def _finish_best_effort(self) -> None:
+        """Per model, the prompt size band of the requests a best-effort cache reported as
+        reading nothing (``band``: smallest to largest prompt, tokens), and where a public
+        report (``options.known``: model globs, a prompt size range in tokens, what it says and
+        where) covers the model and the whole band, that report named as a guess."""
+        from fnmatch import fnmatch
+
+        rule = self._first("reported-usage", "check", "best-effort")
+        if rule is None:
+            return
+        groups: dict[tuple[Any, ...], list[Candidate]] = {}
+        for c in self.cands:
+            if c.rule is rule:
+                groups.setdefault(c.key, []).append(c)
+        for cs in groups.values():
+            sizes = [int(c.values["prompt_tokens"]) for c in cs]
+            lo, hi = min(sizes), max(sizes)
+            model = str(cs[0].values["model"])
+            band = f"{lo:,}" if lo == hi else f"{lo:,}–{hi:,}"
+            guess = ""
+            for k in rule.options.get("known") or ():
+                if any(fnmatch(model, g) for g in k.get("models") or ()) \
+                        and int(k.get("min_prompt_tokens", 0)) <= lo and hi <= int(k.get("max_prompt_tokens", 1 << 62)):
+                    guess = f"; a guess, not a documented rule: {k['says']} ({k['reference']})"
+                    break
+            for c in cs:
+                c.values.update(band=band, guess=guess)
+                if isinstance(c.evidence, dict):
+                    c.evidence.update(prompt_tokens_band=band, guess=guess[2:] if guess else None)
 
     def _routes_by_key(self, provider: str) -> bool:
         """Whether a provider routes requests to cache machines by a key the request carries
