@@ -234,3 +234,88 @@ def test_a_clock_line_put_in_front_is_the_timestamp_not_a_generic_change(tmp_log
     assert f.evidence["value"] == "2026-11-02T09:00:05Z"
     shared = res.outcomes[2].shared_prefix_tokens  # request 3 reads request 1's system prompt
     assert f.tokens_lost == shared - res.outcomes[1].shared_prefix_tokens
+
+
+# ------------------------------------------------------------------ two changes in one request (trial s07)
+
+AGENTS = [(n, f"Handles {n} work: reads the tree, plans the change in short steps, and reports what it touched.")
+          for n in ("general", "explore", "build", "plan", "reviewer", "docs-writer", "migrator", "triage")]
+SKILLS = [(n, f"Loads the {n} playbook and its checklists before the first command.")
+          for n in ("git-flow", "pnpm", "docker", "k8s", "sql", "bun")]
+
+
+def _two_list_tools(k: int, split: bool) -> list[dict]:
+    """opencode's tools (anomalyco/opencode#18215): the agents and the skills listed one per line
+    in tool descriptions, each list in another order on every call (rotated by ``k``). ``split``:
+    the two lists in two tools (``task`` and ``skill``), else both in ``task``'s description."""
+    agents = "\n".join(f"- {n}: {d}" for n, d in AGENTS[k:] + AGENTS[:k])
+    skills = "\n".join(f"- {n}: {d}" for n, d in SKILLS[k:] + SKILLS[:k])
+    fn = lambda name, desc: {"type": "function", "function": {"name": name, "description": desc, "parameters": {
+        "type": "object", "properties": {"prompt": {"type": "string"}}, "required": ["prompt"]}}}
+    read = fn("read", "Read a file from the workspace and return its text with line numbers.")
+    if split:
+        return [read, fn("task", "Launch an agent for a multistep task.\nAgent types:\n" + agents),
+                fn("skill", "Load a skill by name.\nSkills:\n" + skills + "\nEnd of skills.")]
+    return [read, fn("task", "Launch an agent for a multistep task.\nAgent types:\n" + agents + "\nSkills:\n" + skills)]
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["one-description", "two-tools"])
+def test_two_lists_reordered_in_one_request_lose_everything_after_the_first_break(tmp_log, split):
+    """Trial s07: two lists re-ordered in one request (in one tool's description, escaped
+    ``\\n`` in the tool's JSON, or in two tools). Undoing either alone restores nothing, and the
+    loss shrank to the first tool's tail. items-reordered now puts every reordered list back:
+    the loss is every token after the first divergence that the predecessor would otherwise
+    serve. Hand count (o200k on the units, tests/data/handcount.py): Σ over requests 2-5 of
+    shared(both orders restored, predecessor restored) − the best prefix shared as logged."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "data"))
+    import handcount
+
+    system = {"role": "system", "content": "You are the coding agent of this repository.\n" + FILLER}
+    bodies, hist = [], []
+    for k in range(5):
+        hist += [{"role": "user", "content": f"Step {k}: rename module m{k} and update the imports."}]
+        bodies.append({"model": "gpt-4.1", "prompt_cache_key": "ses-1", "messages": [system] + hist,
+                       "tools": _two_list_tools(k, split)})
+        hist += [{"role": "assistant", "content": f"Renamed m{k}. " + "The imports of the package were updated and its tests pass. " * 12}]
+    recs = [{"timestamp": 10 * k, "request": b} for k, b in enumerate(bodies)]
+    res = audit([tmp_log(recs)], AuditOptions())
+    (f,) = [f for f in res.findings if f.rule.id == "items-reordered"]
+    assert f.segment == "tools[1]" and f.requests == 4
+    c = handcount.Counter("o200k_base", "openai")
+    flat = lambda b: {**b, "tools": _two_list_tools(0, split)}  # one order for every request
+    hand = sum(c.shared(flat(bodies[k]), flat(bodies[k - 1])) - max(c.shared(bodies[k], bodies[j]) for j in range(k))
+               for k in range(1, 5))
+    assert abs(f.tokens_lost - hand) <= 0.1 * hand, (f.tokens_lost, hand)
+    # the history after the tools counts, not only the tools up to the second list
+    assert f.tokens_lost > sum(c.length({"tools": bodies[k]["tools"]}) for k in range(1, 5))
+    assert res.accounting.gaps["content"] == f.tokens_lost
+
+
+def test_two_values_changed_in_two_segments_lose_everything_after_the_first(tmp_log):
+    """The same class with values: a clock line in the system prompt and a build counter in a
+    tool description, both new on every call. Undoing the time alone restores only the system
+    prompt's tail; the loss goes to the first change (timestamp-in-prefix) in full: every token
+    after it the predecessor would serve. Hand count: Σ over requests 2-4 of shared(both values
+    as the predecessor's) − the best prefix shared as logged."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "data"))
+    import handcount
+
+    def body(k: int, hist: list, t: int, build: int) -> dict:
+        return {"model": "gpt-4.1", "prompt_cache_key": "ses-2",
+                "messages": [{"role": "system", "content": f"Current time: 2026-05-01 10:0{t}:00\n" + FILLER}] + hist,
+                "tools": [{"type": "function", "function": {"name": "deploy", "description": f"Deploy build {build} of the service. " + FILLER[:600],
+                                                            "parameters": {"type": "object", "properties": {}}}}]}
+    bodies, hist = [], []
+    for k in range(4):
+        hist += [{"role": "user", "content": f"Deploy step {k}."}]
+        bodies.append(body(k, list(hist), k, 4100 + k))
+        hist += [{"role": "assistant", "content": f"Step {k} deployed. " + "All health checks are green and traffic moved. " * 10}]
+    res = audit([tmp_log([{"timestamp": 10 * k, "request": b} for k, b in enumerate(bodies)])], AuditOptions())
+    (f,) = [f for f in res.findings if f.rule.id == "timestamp-in-prefix"]
+    c = handcount.Counter("o200k_base", "openai")
+    same = lambda k: body(k, bodies[k]["messages"][1:], 0, 4100)  # both values as request 1's
+    hand = sum(c.shared(same(k), same(k - 1)) - max(c.shared(bodies[k], bodies[j]) for j in range(k)) for k in range(1, 4))
+    assert f.requests == 3 and abs(f.tokens_lost - hand) <= 0.1 * hand, (f.tokens_lost, hand)
+    assert res.accounting.gaps["content"] == f.tokens_lost

@@ -238,6 +238,52 @@ def _permuted_lines(tr: str, tp: str) -> tuple[int, int, int, int] | None:
     return a, end_r, end_p, len(lines_r)
 
 
+def _json_strings(a: Any, b: Any, out: list[tuple[str, str]]) -> bool:
+    """Collect the pairs of strings that differ between two JSON values of the same shape
+    (``False`` when the shapes or any non-string value differ)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return list(a) == list(b) and all(_json_strings(a[k], b[k], out) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_json_strings(x, y, out) for x, y in zip(a, b))
+    if isinstance(a, str) and isinstance(b, str):
+        if a != b:
+            out.append((a, b))
+        return True
+    return a == b
+
+
+def _permuted_items(tr: str, tp: str) -> tuple[str, str, int, int, int] | None:
+    """Whether ``tr`` is ``tp`` with the lines of a list (or several) in another order: as
+    text (:func:`_permuted_lines`), or inside the strings of a JSON value whose shape is
+    otherwise the same (a tool definition whose description lists agents or skills one per
+    line, the newlines escaped). ``(text of r, text of p, start of the first item out of place
+    in them, items in that run, character offset of it in ``tr`` or of the string holding it)``,
+    else ``None``."""
+    got = _permuted_lines(tr, tp)
+    if got is not None:
+        return tr, tp, got[0], got[3], got[0]
+    if tr.lstrip()[:1] not in "{[" or len(tr) != len(tp):
+        return None
+    try:
+        vr, vp = json.loads(tr), json.loads(tp)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    pairs: list[tuple[str, str]] = []
+    if not _json_strings(vr, vp, pairs) or not pairs:
+        return None
+    first = None
+    for sr, sp in pairs:
+        run = _permuted_lines(sr, sp)
+        if run is None:
+            return None
+        if first is None:
+            first = (sr, sp, run)
+    assert first is not None
+    sr, sp, run = first
+    at = _first_difference(tr, tp)
+    return sr, sp, run[0], run[3], at
+
+
 def _item(text: str, at: int, width: int = 48) -> Excerpt:
     """The start of the list item (line) at ``at`` in ``text``: at most ``width`` characters, cut
     with ``…`` (an item's name or first words tell two orders apart; a multi-KB item is not
@@ -653,21 +699,27 @@ class Diagnoser:
                 start = len(pre_r) + sum(len(x) for x in docs_r[:k])  # the first document out of place
                 return self._emit_structure(step, pair, rules["documents-order"], stable, None,
                                             {"documents": len(docs_r), "first_moved": k + 1}, char=start)
-            # items (lines) of a list in another order: memories, retrieved notes, bullet lists
+            # items (lines) of a list in another order: memories, retrieved notes, bullet lists, or
+            # a list inside a JSON string (a tool description's agents, escaped ``\n``)
             if not in_tail and "items-order" in rules:
-                got = _permuted_lines(part_r.text, part_p.text)
+                got = _permuted_items(part_r.text, part_p.text)
                 if got is not None:
-                    a, end_r, end_p, n_items = got
-                    path, region = part_r.path, part_p.text[a:end_p]
+                    text_r, text_p, a, n_items, at = got
+                    # every part whose only change is a list in another order goes back to the
+                    # predecessor's order: undoing one list of two restores nothing
+                    mine = {x.path: x.text for x in p.parts}
+                    same = {x.path: mine[x.path] for x in r.parts
+                            if x.path in mine and x.text != mine[x.path] and x.kind not in ("tool_result",)
+                            and (x.path == part_r.path or _permuted_items(x.text, mine[x.path]) is not None)}
 
                     def same_order(q: Request) -> Request:
-                        return _with_parts(q, lambda x: replace(x, text=x.text[:a] + region + x.text[end_r:])
-                                           if x.path == path else x)
+                        return _with_parts(q, lambda x: replace(x, text=same[x.path]) if x.path in same else x)
                     # the run starts at the first item out of place: quote its start on both sides
+                    ev = {"items": n_items, "before": _item(text_p, a), "after": _item(text_r, a)}
+                    if len(same) > 1:
+                        ev["lists_reordered"] = len(same)
                     return self._emit_structure(step, pair, rules["items-order"], same_order, lambda q: q,
-                                                Evidence({"items": n_items,
-                                                          "before": _item(part_p.text, a), "after": _item(part_r.text, a)},
-                                                         self.show), char=a)
+                                                Evidence(ev, self.show), char=at)
         if not in_tail and pair.i >= _conversation_start(pair.rp):
             if self._history(step, pair, where_path):
                 return True
@@ -899,24 +951,41 @@ class Diagnoser:
                   evidence=self._texts(pair, part_r, part_p), lost=gained, cost=cost)
 
     @staticmethod
-    def _segment_lost(pair: Pair) -> int:
-        """Tokens ``r`` would share with ``p`` if the segment where they part were the same in
-        both: the rest of that segment plus the common prefix of what follows it."""
-        end_r, end_p = pair.rp.seg_ends[pair.i], pair.pp.seg_ends[pair.j]
-        return (end_r - pair.d) + common_prefix(pair.rp.units[end_r * 4:], pair.pp.units[end_p * 4:])
+    def _stop(pair: Pair) -> int:
+        """Token of ``r`` where what it adds begins (its newest turn, or for a template family
+        its conversation): a loss counts the tokens the predecessor would serve up to there."""
+        return pair.rp.seg_ends[pair.tail - 1] if 0 < pair.tail <= len(pair.rp.seg_ends) else pair.rp.n_tokens
 
-    @staticmethod
-    def _resync_lost(pair: Pair, window: int = 48, k: int = 4, skips: int = 8) -> int:
-        """Tokens ``r`` would share with ``p`` if the values that differ inside the segment where
-        they part were the same: the token streams are re-aligned after each difference (BPE
-        re-synchronises within a few tokens once the texts agree again; at most ``skips``
-        differences, each within ``window`` tokens) and the common runs are counted up to the
-        end of the segment, then the common prefix of what follows it."""
+    @classmethod
+    def _segment_lost(cls, pair: Pair) -> int:
+        """Tokens ``r`` would share with ``p`` if the segment where they part were the same in
+        both: the rest of that segment, then what follows it, re-aligned past any further change
+        before the newest turn (:meth:`_resync`): two changes, undone one at a time, each restore
+        nothing, and the loss goes to the first, in full."""
+        end_r, end_p = pair.rp.seg_ends[pair.i], pair.pp.seg_ends[pair.j]
+        return (end_r - pair.d) + cls._resync(pair, end_r, end_p)
+
+    @classmethod
+    def _resync_lost(cls, pair: Pair) -> int:
+        """Tokens ``r`` would share with ``p`` if the values that differ where they part (and
+        any further difference before the newest turn) were the same: :meth:`_resync` from the
+        break."""
+        return cls._resync(pair, pair.d, pair.d)
+
+    @classmethod
+    def _resync(cls, pair: Pair, pos_r: int, pos_p: int, window: int = 48, k: int = 4, skips: int = 8) -> int:
+        """Tokens shared from ``pos_r`` in ``r`` and ``pos_p`` in ``p`` once the token streams are
+        re-aligned after each difference (BPE re-synchronises within a few tokens once the texts
+        agree again; at most ``skips`` differences, each within ``window`` tokens), counting the
+        common runs up to where ``r``'s newest turn begins (:meth:`_stop`): a change after the
+        first one in the stable content does not end the loss (with it undone too, the
+        predecessor serves on)."""
         ru, pu = pair.rp.units, pair.pp.units
-        end_r = pair.rp.seg_ends[pair.i]
-        pos_r = pos_p = pair.d
+        stop = max(cls._stop(pair), pair.rp.seg_ends[pair.i])
         shared = 0
         for _ in range(skips):
+            if pos_r >= stop:  # in what the request adds: shared only while both agree
+                return shared + common_prefix(ru, pu[pos_p * 4:], 4, pos_r * 4)
             # the first k-gram of r's next ``window`` tokens that p's next ``window`` tokens
             # hold, at the first place p holds it
             lo_p = pos_p * 4
@@ -938,7 +1007,7 @@ class Diagnoser:
             shared += hit[1] + run  # with p's value in r, its tokens are shared too (counted as p's)
             pos_r += hit[0] + run
             pos_p += hit[1] + run
-            if pos_r >= end_r or pos_r * 4 >= len(ru) or pos_p * 4 >= len(pu):
+            if pos_r * 4 >= len(ru) or pos_p * 4 >= len(pu):
                 break
         return shared
 
