@@ -416,3 +416,75 @@ def test_a_best_effort_miss_outside_any_reported_band_is_named_without_a_guess(t
     res = audit([write_rows(tmp_path / "vertex2.jsonl", rows)], AuditOptions())
     f = by_rule(res, "implicit-cache-missed")
     assert f.requests == 1 and abs(f.tokens_lost - G.shared(recs[1], recs[0])) <= 0.1 * G.shared(recs[1], recs[0])
+
+
+# ------------------------------------------------------------------ a deployment switch (trial s11)
+
+X = handcount.Counter("cl100k_base", "openai", frame="text")
+
+
+def litellm_xai_rows(headers_in_request: bool) -> tuple[list[dict], list[dict], int]:
+    """LiteLLM StandardLoggingPayload rows (tests/data/formats/litellm_standard_logging_payload.jsonl)
+    for xAI behind one deployment per account (Wei-Shaw/sub2api#4966: an account pool). Two
+    conversations, each sending ``x-grok-conv-id`` (``model_parameters.extra_headers``, or with
+    ``headers_in_request`` the ``proxy_server_request`` headers, the body's ``user`` one per
+    conversation); conversation conv-0 fails over from acct-a to acct-b at its 4th turn, which
+    then reports 0 cached. Every other turn reports what the same account serves (128-token steps).
+    Returns the rows, each request as the hand counter's record, and the switch's row index."""
+    rows, recs, switch = [], [], -1
+    for turn in range(5):
+        for conv in range(2):
+            acct = ("acct-b" if turn >= 3 else "acct-a") if conv == 0 else "acct-c"
+            msgs = [{"role": "system", "content": "You are the refunds desk.\n" + HANDBOOK}]
+            for j in range(turn + 1):
+                msgs.append({"role": "user", "content": f"Conversation {conv}, question {j}: where is order {j}?"})
+                if j < turn:
+                    msgs.append({"role": "assistant", "content": f"Order {j} shipped on day {j}. " * 8})
+            rec = {"messages": msgs}
+            prev = recs[-2]["rec"] if turn else None
+            served = (X.shared(rec, prev) // 128) * 128 if prev is not None else 0
+            if conv == 0 and turn == 3:
+                switch, served = len(rows), 0
+            recs.append({"rec": rec})
+            n = X.length(rec)
+            t = 1783800000 + 30 * turn + 5 * conv
+            row = {"id": f"chatcmpl-{conv}{turn}", "trace_id": f"conv-{conv}", "call_type": "acompletion", "stream": False,
+                   "status": "success", "custom_llm_provider": "xai", "startTime": t, "endTime": t + 2, "model": "grok-4.7",
+                   "metadata": {"user_api_key_alias": "pool", "spend_logs_metadata": {"session_id": f"conv-{conv}"}},
+                   "prompt_tokens": n, "completion_tokens": 20, "total_tokens": n + 20,
+                   "api_base": f"https://api.x.ai/v1#{acct}", "model_group": "grok-4.7", "model_id": acct,
+                   "response": {"id": f"chatcmpl-{conv}{turn}", "object": "chat.completion", "model": "grok-4.7",
+                                "choices": [{"index": 0, "message": {"role": "assistant", "content": "(reply)"}}],
+                                "usage": {"prompt_tokens": n, "completion_tokens": 20, "total_tokens": n + 20,
+                                          "prompt_tokens_details": {"cached_tokens": served}}},
+                   "model_parameters": {"temperature": 0.7},
+                   "hidden_params": {"model_id": acct, "api_base": f"https://api.x.ai/v1#{acct}"}}
+            if headers_in_request:
+                row["proxy_server_request"] = {"url": "http://litellm:4000/v1/chat/completions",
+                                               "headers": {"content-type": "application/json", "x-grok-conv-id": f"conv-{conv}"},
+                                               "body": {"model": "grok-4.7", "messages": msgs, "user": f"client-{conv}"}}
+            else:
+                row["messages"] = msgs
+                row["model_parameters"]["extra_headers"] = {"x-grok-conv-id": f"conv-{conv}"}
+            rows.append(row)
+    return rows, [r["rec"] for r in recs], switch
+
+
+@pytest.mark.parametrize("headers_in_request", [False, True], ids=["extra_headers", "proxy_server_request"])
+def test_a_deployment_switch_inside_a_conversation_behind_litellm(tmp_path, headers_in_request):
+    """The trial's s11/s11b: the switch was blamed on a missing routing key (every row sends
+    x-grok-conv-id) or on ``user`` changing between two conversations. Now x-grok-conv-id is the
+    routing key, the switch is deployment-changed with both deployments, and it costs what the
+    same deployment would have served: hand count, 128-token steps of what turn 4 shares with
+    turn 3 (harmony markers as text under the approximate tokenizer)."""
+    rows, recs, k = litellm_xai_rows(headers_in_request)
+    path = tmp_path / "litellm.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    res = audit([path], AuditOptions())
+    f = by_rule(res, "deployment-changed")
+    hand = (X.shared(recs[k], recs[k - 2]) // 128) * 128
+    assert f.requests == 1 and f.line == k + 1 and abs(f.tokens_lost - hand) <= 0.1 * hand, (f.tokens_lost, hand)
+    assert f.evidence["before"] == "acct-a (https://api.x.ai/v1#acct-a)"
+    assert f.evidence["after"] == "acct-b (https://api.x.ai/v1#acct-b)" and f.evidence["conversation"] == "conv-0"
+    got = {g.rule.id for g in res.findings}
+    assert not got & {"routing-key-missing", "affinity-changed"}, got

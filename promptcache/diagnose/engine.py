@@ -1296,6 +1296,20 @@ class Diagnoser:
         if up_r and up_p and up_r != up_p and "routing" in checks:
             # one finding per model: its upstreams may be served under several rules files
             return checks["routing"], (o.model or "-",), {"before": up_p, "after": up_r}, {"before": up_p, "after": up_r}
+        # the request before it in the same conversation (the same opening, or a session the log
+        # names; a session read from a per-request identifier differs each time): identifiers
+        # and deployments of two conversations differ by design
+        same = (r.session is not None and r.session == prev.session) or _same_conversation(self._head(r), self._head(prev))
+        dep_r = r.response.deployment if r.response is not None else None
+        dep_p = prev.response.deployment if prev.response is not None else None
+        if same and dep_r and dep_p and dep_r != dep_p and "deployment" in checks:
+            # a gateway moved the conversation to another deployment (account, endpoint) of the
+            # model: each keeps its own cache
+            conv = r.session or "-"
+            return checks["deployment"], (ns,), {"conversation": conv, "before": dep_p, "after": dep_r,
+                                                 "reported_cached_tokens": r.usage.cache_read_tokens if r.usage else None,
+                                                 "simulated_tokens": o.cached_tokens}, \
+                {"conversation": conv, "before": dep_p, "after": dep_r, "model": o.model or "-"}
         for rule in (checks.get("parameter"), checks.get("reasoning")):
             if rule is None:
                 continue
@@ -1305,7 +1319,7 @@ class Diagnoser:
                 k = changed[0]
                 return rule, (k,), {"param": k, "before": json.dumps(prev.params.get(k)), "after": json.dumps(r.params.get(k))}, \
                     {"param": k}
-        if "affinity" in checks:
+        if "affinity" in checks and same:
             for name in sorted(set(r.affinity) | ({"cache_key"} if r.cache_key else set())):
                 now = r.cache_key if name == "cache_key" else r.affinity.get(name)
                 before = prev.cache_key if name == "cache_key" else prev.affinity.get(name)
