@@ -319,3 +319,59 @@ def test_two_values_changed_in_two_segments_lose_everything_after_the_first(tmp_
     hand = sum(c.shared(same(k), same(k - 1)) - max(c.shared(bodies[k], bodies[j]) for j in range(k)) for k in range(1, 4))
     assert f.requests == 3 and abs(f.tokens_lost - hand) <= 0.1 * hand, (f.tokens_lost, hand)
     assert res.accounting.gaps["content"] == f.tokens_lost
+
+
+# ------------------------------------------------------------------ a parameter switch under breakpoints (trial s09)
+
+def test_tool_choice_switched_on_side_requests_claims_the_messages_cache(tmp_log):
+    """Trial s09 (damianvtran/local-operator#534): side requests (a compaction advisor) send the
+    session's tools with tool_choice "none" while the working turns send "auto"; Anthropic:
+    changing tool_choice invalidates the messages level of the cache ("What invalidates the
+    cache"), tools and system stay cached. Portkey logs export rows, Portkey's universal body sent
+    to Anthropic, cache_control on the system part and on the last message.
+
+    Each aside would, with the working turns' tool_choice, be read from the main turn before it up
+    to that turn's last breakpoint (the end of its messages); the cache serves the system
+    breakpoint only. So parameter-changed loses, per aside, the main turn's messages: hand count
+    (cl100k on the units, 4 framing tokens a message) Σ over the asides of the preceding main
+    turn's messages. The trial split this into 5,837 on parameter-changed and 13,160 on
+    cache-granularity (meaningless at Anthropic's 1-token granularity): a later aside shares
+    more with the aside before it than the cache can read (that aside's breakpoints lie past
+    the divergence), a gap the switch causes."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "data"))
+    import handcount
+
+    cc = {"type": "ephemeral"}
+    system = {"role": "system", "content": [{"type": "text", "text": "You operate the build machine.\n" + FILLER, "cache_control": cc}]}
+    tools = [{"type": "function", "function": {"name": n, "description": f"Run {n} on the build machine.",
+                                               "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}}}
+             for n in ("shell", "read", "write")]
+    hist, rows, mains_before_asides = [], [], []
+    for turn in range(6):
+        hist.append({"role": "user", "content": f"Step {turn}: run the build of module {turn} and report. " * 3})
+        for kind in (("main", "aside") if turn % 2 else ("main",)):
+            msgs = [dict(m) for m in hist] + ([{"role": "user", "content": "[advisor] Compact the session now? yes/no"}]
+                                             if kind == "aside" else [])
+            msgs[-1] = {"role": "user", "content": [{"type": "text", "text": msgs[-1]["content"], "cache_control": cc}]}
+            body = {"model": "claude-sonnet-4-5", "max_tokens": 4096 if kind == "main" else 8, "messages": [system] + msgs,
+                    "tools": tools, "tool_choice": "auto" if kind == "main" else "none"}
+            if kind == "aside":
+                mains_before_asides.append([dict(m) for m in hist])
+            rows.append({"created_at": f"2026-07-01 10:{len(rows):02d}:00", "request.body": body,
+                         "response.body": {"id": f"msg_{len(rows)}", "object": "chat.completion", "model": "claude-sonnet-4-5",
+                                           "choices": [{"index": 0, "message": {"role": "assistant", "content": "(reply)"},
+                                                        "finish_reason": "stop"}]},
+                         "is_success": 1, "ai_org": "anthropic", "ai_model": "claude-sonnet-4-5",
+                         "request_url": "https://api.portkey.ai/v1/chat/completions", "response_status_code": 200,
+                         "cache_status": "DISABLED", "trace_id": "sess-9", "mode": "SINGLE", "virtual_key": "anthropic-prod"})
+        hist.append({"role": "assistant", "content": f"Module {turn} built; " + "all tests passed and the artefact was uploaded. " * 20})
+    res = audit([tmp_log(rows)], AuditOptions())
+    (f,) = [f for f in res.findings if f.rule.id == "parameter-changed"]
+    c = handcount.Counter("cl100k_base", "anthropic")
+    hand = sum(c.length({"messages": m}) for m in mains_before_asides)
+    assert abs(f.tokens_lost - hand) <= 0.1 * hand, (f.tokens_lost, hand)
+    assert f.requests == 3 and f.evidence["param"] == "tool_choice"
+    # what is left of the rules gap is the chat framing past a breakpoint, a few tokens a request
+    rest = [r for r in res.accounting.rows if r.gap == "rules" and r.rule != "parameter-changed"]
+    assert sum(r.tokens for r in rest) <= 4 * len(rows), rest

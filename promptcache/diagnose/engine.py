@@ -484,6 +484,7 @@ class Diagnoser:
         best: list[Candidate] = []
         best_cf: tuple[int, float | None] | None = None
         best_pred: Request | None = preds[0][0][0] if preds else None
+        best_pp: Prompt | None = None
         if step.context is not None and step.prompt.segments:
             best_lost = -1
             for k, (got, family) in enumerate(preds):
@@ -497,7 +498,7 @@ class Diagnoser:
                 self._pair(step, got[0], got[1], family)
                 lost = sum(c.tokens_lost for c in self._buf)
                 if lost > best_lost or (lost == best_lost and self._buf and not best):
-                    best, best_lost, best_cf, best_pred = self._buf, lost, self._cf, got[0]
+                    best, best_lost, best_cf, best_pred, best_pp = self._buf, lost, self._cf, got[0], got[1]
             recent[o.index] = (r, step.prompt, step.context)
             if len(recent) > RECENT:
                 recent.popitem(last=False)
@@ -509,7 +510,7 @@ class Diagnoser:
         writer = recent.get(o.diverged_from) if o.diverged_from is not None else None
         if writer is None and preds:
             writer = preds[0][0]
-        self._rules_gap(step, writer, best[0] if best and best_cf is not None else None, best_cf)
+        self._rules_gap(step, writer, best[0] if best and best_cf is not None else None, best_cf, best_pp)
         self._reported_gap(step, preds[0][0] if preds else None)
         if sess is not None and preds and not preds[0][1]:
             self._replay(step, preds[0][0])
@@ -1014,7 +1015,8 @@ class Diagnoser:
     # ------------------------------------------------------------------ the rules gap
 
     def _rules_gap(self, step: Step, writer: tuple[Request, Prompt, _Context | None] | None,
-                   content: Candidate | None = None, cf: tuple[int, float | None] | None = None) -> None:
+                   content: Candidate | None = None, cf: tuple[int, float | None] | None = None,
+                   pred: Prompt | None = None) -> None:
         """Claim the request's whole rules gap (ideal read minus simulated read) for one cause:
         the minimum, the TTL, eviction, granularity, a cache key, a breakpoint placement; what
         none explains is ``unexplained``, with the simulation's miss reason.
@@ -1023,14 +1025,29 @@ class Diagnoser:
         that arrived at ``cf[1]``) made the request depend on an older request whose entry
         expired, was evicted or sits under another key, while its own predecessor's is live,
         the content cause also claims that part: undone, it would have been read from the
-        predecessor."""
+        predecessor. Likewise under breakpoints where the older request wrote no entry inside what
+        it shares and the predecessor (``pred``, the prompt the cause was located against) has one
+        within what the request would share with it undone: a tool_choice switched on side
+        requests makes each read from the previous side request, not the main turn before it."""
         o, rules = step.outcome, step.rules
         gap = o.shared_prefix_tokens - o.cached_tokens
-        if content is not None and cf is not None and gap > 0 and o.miss_reason in ("expired", "evicted", "namespace"):
+        served = cf[0] if cf is not None else 0
+        if pred is not None and cf is not None and rules.mode == "breakpoints" \
+                and o.miss_reason in ("after_last_breakpoint", "lookback") and writer is not None and writer[1] is not pred \
+                and content is not None and content.token_index is not None and o.shared_prefix_tokens > content.token_index:
+            # an older request shares more than the predecessor as logged (past the break): the
+            # change sent the request to it; undone, it reads the predecessor's last entry within
+            # what the two would share
+            served = max((e for sg, e in zip(pred.segments, pred.seg_ends) if sg.breakpoint is not None and e <= cf[0]),
+                         default=0)
+        elif o.miss_reason in ("after_last_breakpoint", "lookback"):
+            served = 0  # it shares no more with the older request: the breakpoints' placement is the cause
+        if content is not None and cf is not None and gap > 0 and served > o.cached_tokens \
+                and o.miss_reason in ("expired", "evicted", "namespace", "after_last_breakpoint", "lookback"):
             live = rules.ttl_seconds is None or step.request.arrival is None or cf[1] is None \
                 or step.request.arrival - cf[1] <= rules.ttl_seconds
             if live and o.miss_reason != "evicted":
-                claim = min(o.shared_prefix_tokens, cf[0]) - o.cached_tokens
+                claim = min(o.shared_prefix_tokens, served) - o.cached_tokens
                 if claim > 0:
                     self._buf.append(Candidate(content.rule, content.key, o.index, o.path, o.line, content.segment,
                                                content.char_offset, content.token_index, content.evidence, claim,
