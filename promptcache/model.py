@@ -162,12 +162,17 @@ class Response:
             ``messages[n]``, same text serialization), so that the next request's replay of this
             turn can be compared part by part; empty when the log has no response content.
         verdict: the provider's own cache diagnostics for this request, if returned.
+        deployment: the gateway's deployment of the model that served it, where the gateway
+            balances one model over several (LiteLLM ``model_id`` / ``hidden_params.model_id``
+            and ``api_base``: one upstream account or endpoint each, whose caches are apart),
+            else ``None``.
     """
 
     id: str | None = None
     upstream: str | None = None
     parts: tuple[Part, ...] = ()
     verdict: CacheVerdict | None = None
+    deployment: str | None = None
 
 
 @record

@@ -60,7 +60,11 @@ def test_unexplained_reported_loss_is_a_row_and_no_report_says_no_causes(tmp_log
     assert acc.gaps["reported"] == sim
     (row,) = [r for r in acc.rows if r.gap == "reported"]
     assert (row.rule, row.tokens, row.requests, row.line) == (UNEXPLAINED.id, sim, 1, 2)
-    assert row.evidence == {"miss_reasons": {"reported below simulated": 1}}
+    # the evidence there is: the model, the prompt's size, request 2 only appends to request 1,
+    # and the log reports nothing cached on it
+    assert row.evidence == {"miss_reasons": {"reported below simulated": 1}, "models": ["gpt-4o"],
+                            "prompt_tokens_band": f"{res.outcomes[1].prompt_tokens:,}",
+                            "prefix_unchanged_requests": 1, "reported_zero_requests": 1}
     assert not [f for f in res.findings if f.tokens_lost]  # no rule claims it
     text = _text(res)
     assert "No cache-breaking causes found" not in text and "unexplained" in text
@@ -230,3 +234,144 @@ def test_a_clock_line_put_in_front_is_the_timestamp_not_a_generic_change(tmp_log
     assert f.evidence["value"] == "2026-11-02T09:00:05Z"
     shared = res.outcomes[2].shared_prefix_tokens  # request 3 reads request 1's system prompt
     assert f.tokens_lost == shared - res.outcomes[1].shared_prefix_tokens
+
+
+# ------------------------------------------------------------------ two changes in one request (trial s07)
+
+AGENTS = [(n, f"Handles {n} work: reads the tree, plans the change in short steps, and reports what it touched.")
+          for n in ("general", "explore", "build", "plan", "reviewer", "docs-writer", "migrator", "triage")]
+SKILLS = [(n, f"Loads the {n} playbook and its checklists before the first command.")
+          for n in ("git-flow", "pnpm", "docker", "k8s", "sql", "bun")]
+
+
+def _two_list_tools(k: int, split: bool) -> list[dict]:
+    """opencode's tools (anomalyco/opencode#18215): the agents and the skills listed one per line
+    in tool descriptions, each list in another order on every call (rotated by ``k``). ``split``:
+    the two lists in two tools (``task`` and ``skill``), else both in ``task``'s description."""
+    agents = "\n".join(f"- {n}: {d}" for n, d in AGENTS[k:] + AGENTS[:k])
+    skills = "\n".join(f"- {n}: {d}" for n, d in SKILLS[k:] + SKILLS[:k])
+    fn = lambda name, desc: {"type": "function", "function": {"name": name, "description": desc, "parameters": {
+        "type": "object", "properties": {"prompt": {"type": "string"}}, "required": ["prompt"]}}}
+    read = fn("read", "Read a file from the workspace and return its text with line numbers.")
+    if split:
+        return [read, fn("task", "Launch an agent for a multistep task.\nAgent types:\n" + agents),
+                fn("skill", "Load a skill by name.\nSkills:\n" + skills + "\nEnd of skills.")]
+    return [read, fn("task", "Launch an agent for a multistep task.\nAgent types:\n" + agents + "\nSkills:\n" + skills)]
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["one-description", "two-tools"])
+def test_two_lists_reordered_in_one_request_lose_everything_after_the_first_break(tmp_log, split):
+    """Trial s07: two lists re-ordered in one request (in one tool's description, escaped
+    ``\\n`` in the tool's JSON, or in two tools). Undoing either alone restores nothing, and the
+    loss shrank to the first tool's tail. items-reordered now puts every reordered list back:
+    the loss is every token after the first divergence that the predecessor would otherwise
+    serve. Hand count (o200k on the units, tests/data/handcount.py): Σ over requests 2-5 of
+    shared(both orders restored, predecessor restored) − the best prefix shared as logged."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "data"))
+    import handcount
+
+    system = {"role": "system", "content": "You are the coding agent of this repository.\n" + FILLER}
+    bodies, hist = [], []
+    for k in range(5):
+        hist += [{"role": "user", "content": f"Step {k}: rename module m{k} and update the imports."}]
+        bodies.append({"model": "gpt-4.1", "prompt_cache_key": "ses-1", "messages": [system] + hist,
+                       "tools": _two_list_tools(k, split)})
+        hist += [{"role": "assistant", "content": f"Renamed m{k}. " + "The imports of the package were updated and its tests pass. " * 12}]
+    recs = [{"timestamp": 10 * k, "request": b} for k, b in enumerate(bodies)]
+    res = audit([tmp_log(recs)], AuditOptions())
+    (f,) = [f for f in res.findings if f.rule.id == "items-reordered"]
+    assert f.segment == "tools[1]" and f.requests == 4
+    c = handcount.Counter("o200k_base", "openai")
+    flat = lambda b: {**b, "tools": _two_list_tools(0, split)}  # one order for every request
+    hand = sum(c.shared(flat(bodies[k]), flat(bodies[k - 1])) - max(c.shared(bodies[k], bodies[j]) for j in range(k))
+               for k in range(1, 5))
+    assert abs(f.tokens_lost - hand) <= 0.1 * hand, (f.tokens_lost, hand)
+    # the history after the tools counts, not only the tools up to the second list
+    assert f.tokens_lost > sum(c.length({"tools": bodies[k]["tools"]}) for k in range(1, 5))
+    assert res.accounting.gaps["content"] == f.tokens_lost
+
+
+def test_two_values_changed_in_two_segments_lose_everything_after_the_first(tmp_log):
+    """The same class with values: a clock line in the system prompt and a build counter in a
+    tool description, both new on every call. Undoing the time alone restores only the system
+    prompt's tail; the loss goes to the first change (timestamp-in-prefix) in full: every token
+    after it the predecessor would serve. Hand count: Σ over requests 2-4 of shared(both values
+    as the predecessor's) − the best prefix shared as logged."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "data"))
+    import handcount
+
+    def body(k: int, hist: list, t: int, build: int) -> dict:
+        return {"model": "gpt-4.1", "prompt_cache_key": "ses-2",
+                "messages": [{"role": "system", "content": f"Current time: 2026-05-01 10:0{t}:00\n" + FILLER}] + hist,
+                "tools": [{"type": "function", "function": {"name": "deploy", "description": f"Deploy build {build} of the service. " + FILLER[:600],
+                                                            "parameters": {"type": "object", "properties": {}}}}]}
+    bodies, hist = [], []
+    for k in range(4):
+        hist += [{"role": "user", "content": f"Deploy step {k}."}]
+        bodies.append(body(k, list(hist), k, 4100 + k))
+        hist += [{"role": "assistant", "content": f"Step {k} deployed. " + "All health checks are green and traffic moved. " * 10}]
+    res = audit([tmp_log([{"timestamp": 10 * k, "request": b} for k, b in enumerate(bodies)])], AuditOptions())
+    (f,) = [f for f in res.findings if f.rule.id == "timestamp-in-prefix"]
+    c = handcount.Counter("o200k_base", "openai")
+    same = lambda k: body(k, bodies[k]["messages"][1:], 0, 4100)  # both values as request 1's
+    hand = sum(c.shared(same(k), same(k - 1)) - max(c.shared(bodies[k], bodies[j]) for j in range(k)) for k in range(1, 4))
+    assert f.requests == 3 and abs(f.tokens_lost - hand) <= 0.1 * hand, (f.tokens_lost, hand)
+    assert res.accounting.gaps["content"] == f.tokens_lost
+
+
+# ------------------------------------------------------------------ a parameter switch under breakpoints (trial s09)
+
+def test_tool_choice_switched_on_side_requests_claims_the_messages_cache(tmp_log):
+    """Trial s09 (damianvtran/local-operator#534): side requests (a compaction advisor) send the
+    session's tools with tool_choice "none" while the working turns send "auto"; Anthropic:
+    changing tool_choice invalidates the messages level of the cache ("What invalidates the
+    cache"), tools and system stay cached. Portkey logs export rows, Portkey's universal body sent
+    to Anthropic, cache_control on the system part and on the last message.
+
+    Each aside would, with the working turns' tool_choice, be read from the main turn before it up
+    to that turn's last breakpoint (the end of its messages); the cache serves the system
+    breakpoint only. So parameter-changed loses, per aside, the main turn's messages: hand count
+    (cl100k on the units, 4 framing tokens a message) Σ over the asides of the preceding main
+    turn's messages. The trial split this into 5,837 on parameter-changed and 13,160 on
+    cache-granularity (meaningless at Anthropic's 1-token granularity): a later aside shares
+    more with the aside before it than the cache can read (that aside's breakpoints lie past
+    the divergence), a gap the switch causes."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "data"))
+    import handcount
+
+    cc = {"type": "ephemeral"}
+    system = {"role": "system", "content": [{"type": "text", "text": "You operate the build machine.\n" + FILLER, "cache_control": cc}]}
+    tools = [{"type": "function", "function": {"name": n, "description": f"Run {n} on the build machine.",
+                                               "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}}}
+             for n in ("shell", "read", "write")]
+    hist, rows, mains_before_asides = [], [], []
+    for turn in range(6):
+        hist.append({"role": "user", "content": f"Step {turn}: run the build of module {turn} and report. " * 3})
+        for kind in (("main", "aside") if turn % 2 else ("main",)):
+            msgs = [dict(m) for m in hist] + ([{"role": "user", "content": "[advisor] Compact the session now? yes/no"}]
+                                             if kind == "aside" else [])
+            msgs[-1] = {"role": "user", "content": [{"type": "text", "text": msgs[-1]["content"], "cache_control": cc}]}
+            body = {"model": "claude-sonnet-4-5", "max_tokens": 4096 if kind == "main" else 8, "messages": [system] + msgs,
+                    "tools": tools, "tool_choice": "auto" if kind == "main" else "none"}
+            if kind == "aside":
+                mains_before_asides.append([dict(m) for m in hist])
+            rows.append({"created_at": f"2026-07-01 10:{len(rows):02d}:00", "request.body": body,
+                         "response.body": {"id": f"msg_{len(rows)}", "object": "chat.completion", "model": "claude-sonnet-4-5",
+                                           "choices": [{"index": 0, "message": {"role": "assistant", "content": "(reply)"},
+                                                        "finish_reason": "stop"}]},
+                         "is_success": 1, "ai_org": "anthropic", "ai_model": "claude-sonnet-4-5",
+                         "request_url": "https://api.portkey.ai/v1/chat/completions", "response_status_code": 200,
+                         "cache_status": "DISABLED", "trace_id": "sess-9", "mode": "SINGLE", "virtual_key": "anthropic-prod"})
+        hist.append({"role": "assistant", "content": f"Module {turn} built; " + "all tests passed and the artefact was uploaded. " * 20})
+    res = audit([tmp_log(rows)], AuditOptions())
+    (f,) = [f for f in res.findings if f.rule.id == "parameter-changed"]
+    c = handcount.Counter("cl100k_base", "anthropic")
+    hand = sum(c.length({"messages": m}) for m in mains_before_asides)
+    assert abs(f.tokens_lost - hand) <= 0.1 * hand, (f.tokens_lost, hand)
+    assert f.requests == 3 and f.evidence["param"] == "tool_choice"
+    # what is left of the rules gap is the chat framing past a breakpoint, a few tokens a request
+    rest = [r for r in res.accounting.rows if r.gap == "rules" and r.rule != "parameter-changed"]
+    assert sum(r.tokens for r in rest) <= 4 * len(rows), rest

@@ -130,12 +130,29 @@ def build(cands: Iterable[Any]) -> Accounting:
                 why = str(c.values.get("reason") or "none")
                 reasons[why] = reasons.get(why, 0) + 1
             ev = {"miss_reasons": dict(sorted(reasons.items(), key=lambda kv: -kv[1]))}
+            if gap == "reported":
+                ev.update(_reported_evidence(cs))
         rows.append(Row(gap, rule, tokens, money, len({c.index for c in cs}), cs[0].path, cs[0].line, ev))
         gaps[gap] += tokens
         if money is not None:
             cost[gap] = (cost[gap] or Decimal(0)) + money
     rows.sort(key=lambda r: (GAPS.index(r.gap), r.rule == UNEXPLAINED.id, -r.tokens, r.rule))
     return Accounting(gaps, cost, rows)
+
+
+def _reported_evidence(cs: Sequence[Any]) -> dict[str, Any]:
+    """What is known about an unexplained reported gap: the models, the prompt size band of the
+    affected requests (smallest to largest prompt, tokens), how many only append to the request
+    before them (``prefix_unchanged_requests``: nothing in the prompt explains the miss) and how
+    many the log reports as reading nothing at all (``reported_zero_requests``)."""
+    sizes = [int(c.values["prompt_tokens"]) for c in cs if c.values.get("prompt_tokens") is not None]
+    if not sizes:
+        return {}
+    lo, hi = min(sizes), max(sizes)
+    return {"models": sorted({str(c.values.get("model") or "-") for c in cs}),
+            "prompt_tokens_band": f"{lo:,}" if lo == hi else f"{lo:,}–{hi:,}",
+            "prefix_unchanged_requests": sum(1 for c in cs if c.values.get("prefix_unchanged")),
+            "reported_zero_requests": sum(1 for c in cs if c.values.get("reported_zero"))}
 
 
 def rows_for(acc: Accounting, rule: str) -> Sequence[Row]:

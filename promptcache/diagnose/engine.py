@@ -238,6 +238,52 @@ def _permuted_lines(tr: str, tp: str) -> tuple[int, int, int, int] | None:
     return a, end_r, end_p, len(lines_r)
 
 
+def _json_strings(a: Any, b: Any, out: list[tuple[str, str]]) -> bool:
+    """Collect the pairs of strings that differ between two JSON values of the same shape
+    (``False`` when the shapes or any non-string value differ)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return list(a) == list(b) and all(_json_strings(a[k], b[k], out) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_json_strings(x, y, out) for x, y in zip(a, b))
+    if isinstance(a, str) and isinstance(b, str):
+        if a != b:
+            out.append((a, b))
+        return True
+    return a == b
+
+
+def _permuted_items(tr: str, tp: str) -> tuple[str, str, int, int, int] | None:
+    """Whether ``tr`` is ``tp`` with the lines of a list (or several) in another order: as
+    text (:func:`_permuted_lines`), or inside the strings of a JSON value whose shape is
+    otherwise the same (a tool definition whose description lists agents or skills one per
+    line, the newlines escaped). ``(text of r, text of p, start of the first item out of place
+    in them, items in that run, character offset of it in ``tr`` or of the string holding it)``,
+    else ``None``."""
+    got = _permuted_lines(tr, tp)
+    if got is not None:
+        return tr, tp, got[0], got[3], got[0]
+    if tr.lstrip()[:1] not in "{[" or len(tr) != len(tp):
+        return None
+    try:
+        vr, vp = json.loads(tr), json.loads(tp)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    pairs: list[tuple[str, str]] = []
+    if not _json_strings(vr, vp, pairs) or not pairs:
+        return None
+    first = None
+    for sr, sp in pairs:
+        run = _permuted_lines(sr, sp)
+        if run is None:
+            return None
+        if first is None:
+            first = (sr, sp, run)
+    assert first is not None
+    sr, sp, run = first
+    at = _first_difference(tr, tp)
+    return sr, sp, run[0], run[3], at
+
+
 def _item(text: str, at: int, width: int = 48) -> Excerpt:
     """The start of the list item (line) at ``at`` in ``text``: at most ``width`` characters, cut
     with ``…`` (an item's name or first words tell two orders apart; a multi-KB item is not
@@ -438,6 +484,7 @@ class Diagnoser:
         best: list[Candidate] = []
         best_cf: tuple[int, float | None] | None = None
         best_pred: Request | None = preds[0][0][0] if preds else None
+        best_pp: Prompt | None = None
         if step.context is not None and step.prompt.segments:
             best_lost = -1
             for k, (got, family) in enumerate(preds):
@@ -451,7 +498,7 @@ class Diagnoser:
                 self._pair(step, got[0], got[1], family)
                 lost = sum(c.tokens_lost for c in self._buf)
                 if lost > best_lost or (lost == best_lost and self._buf and not best):
-                    best, best_lost, best_cf, best_pred = self._buf, lost, self._cf, got[0]
+                    best, best_lost, best_cf, best_pred, best_pp = self._buf, lost, self._cf, got[0], got[1]
             recent[o.index] = (r, step.prompt, step.context)
             if len(recent) > RECENT:
                 recent.popitem(last=False)
@@ -463,8 +510,8 @@ class Diagnoser:
         writer = recent.get(o.diverged_from) if o.diverged_from is not None else None
         if writer is None and preds:
             writer = preds[0][0]
-        self._rules_gap(step, writer, best[0] if best and best_cf is not None else None, best_cf)
-        self._reported_gap(step, preds[0][0][0] if preds else None)
+        self._rules_gap(step, writer, best[0] if best and best_cf is not None else None, best_cf, best_pp)
+        self._reported_gap(step, preds[0][0] if preds else None)
         if sess is not None and preds and not preds[0][1]:
             self._replay(step, preds[0][0])
         self._keys(step, ideal_ns)
@@ -485,6 +532,7 @@ class Diagnoser:
         by namespace sends back to be merged."""
         self._finish_keys()
         self._finish_shared_keys()
+        self._finish_best_effort()
         self._finish_shadow()
         return self.cands
 
@@ -652,21 +700,27 @@ class Diagnoser:
                 start = len(pre_r) + sum(len(x) for x in docs_r[:k])  # the first document out of place
                 return self._emit_structure(step, pair, rules["documents-order"], stable, None,
                                             {"documents": len(docs_r), "first_moved": k + 1}, char=start)
-            # items (lines) of a list in another order: memories, retrieved notes, bullet lists
+            # items (lines) of a list in another order: memories, retrieved notes, bullet lists, or
+            # a list inside a JSON string (a tool description's agents, escaped ``\n``)
             if not in_tail and "items-order" in rules:
-                got = _permuted_lines(part_r.text, part_p.text)
+                got = _permuted_items(part_r.text, part_p.text)
                 if got is not None:
-                    a, end_r, end_p, n_items = got
-                    path, region = part_r.path, part_p.text[a:end_p]
+                    text_r, text_p, a, n_items, at = got
+                    # every part whose only change is a list in another order goes back to the
+                    # predecessor's order: undoing one list of two restores nothing
+                    mine = {x.path: x.text for x in p.parts}
+                    same = {x.path: mine[x.path] for x in r.parts
+                            if x.path in mine and x.text != mine[x.path] and x.kind not in ("tool_result",)
+                            and (x.path == part_r.path or _permuted_items(x.text, mine[x.path]) is not None)}
 
                     def same_order(q: Request) -> Request:
-                        return _with_parts(q, lambda x: replace(x, text=x.text[:a] + region + x.text[end_r:])
-                                           if x.path == path else x)
+                        return _with_parts(q, lambda x: replace(x, text=same[x.path]) if x.path in same else x)
                     # the run starts at the first item out of place: quote its start on both sides
+                    ev = {"items": n_items, "before": _item(text_p, a), "after": _item(text_r, a)}
+                    if len(same) > 1:
+                        ev["lists_reordered"] = len(same)
                     return self._emit_structure(step, pair, rules["items-order"], same_order, lambda q: q,
-                                                Evidence({"items": n_items,
-                                                          "before": _item(part_p.text, a), "after": _item(part_r.text, a)},
-                                                         self.show), char=a)
+                                                Evidence(ev, self.show), char=at)
         if not in_tail and pair.i >= _conversation_start(pair.rp):
             if self._history(step, pair, where_path):
                 return True
@@ -898,24 +952,41 @@ class Diagnoser:
                   evidence=self._texts(pair, part_r, part_p), lost=gained, cost=cost)
 
     @staticmethod
-    def _segment_lost(pair: Pair) -> int:
-        """Tokens ``r`` would share with ``p`` if the segment where they part were the same in
-        both: the rest of that segment plus the common prefix of what follows it."""
-        end_r, end_p = pair.rp.seg_ends[pair.i], pair.pp.seg_ends[pair.j]
-        return (end_r - pair.d) + common_prefix(pair.rp.units[end_r * 4:], pair.pp.units[end_p * 4:])
+    def _stop(pair: Pair) -> int:
+        """Token of ``r`` where what it adds begins (its newest turn, or for a template family
+        its conversation): a loss counts the tokens the predecessor would serve up to there."""
+        return pair.rp.seg_ends[pair.tail - 1] if 0 < pair.tail <= len(pair.rp.seg_ends) else pair.rp.n_tokens
 
-    @staticmethod
-    def _resync_lost(pair: Pair, window: int = 48, k: int = 4, skips: int = 8) -> int:
-        """Tokens ``r`` would share with ``p`` if the values that differ inside the segment where
-        they part were the same: the token streams are re-aligned after each difference (BPE
-        re-synchronises within a few tokens once the texts agree again; at most ``skips``
-        differences, each within ``window`` tokens) and the common runs are counted up to the
-        end of the segment, then the common prefix of what follows it."""
+    @classmethod
+    def _segment_lost(cls, pair: Pair) -> int:
+        """Tokens ``r`` would share with ``p`` if the segment where they part were the same in
+        both: the rest of that segment, then what follows it, re-aligned past any further change
+        before the newest turn (:meth:`_resync`): two changes, undone one at a time, each restore
+        nothing, and the loss goes to the first, in full."""
+        end_r, end_p = pair.rp.seg_ends[pair.i], pair.pp.seg_ends[pair.j]
+        return (end_r - pair.d) + cls._resync(pair, end_r, end_p)
+
+    @classmethod
+    def _resync_lost(cls, pair: Pair) -> int:
+        """Tokens ``r`` would share with ``p`` if the values that differ where they part (and
+        any further difference before the newest turn) were the same: :meth:`_resync` from the
+        break."""
+        return cls._resync(pair, pair.d, pair.d)
+
+    @classmethod
+    def _resync(cls, pair: Pair, pos_r: int, pos_p: int, window: int = 48, k: int = 4, skips: int = 8) -> int:
+        """Tokens shared from ``pos_r`` in ``r`` and ``pos_p`` in ``p`` once the token streams are
+        re-aligned after each difference (BPE re-synchronises within a few tokens once the texts
+        agree again; at most ``skips`` differences, each within ``window`` tokens), counting the
+        common runs up to where ``r``'s newest turn begins (:meth:`_stop`): a change after the
+        first one in the stable content does not end the loss (with it undone too, the
+        predecessor serves on)."""
         ru, pu = pair.rp.units, pair.pp.units
-        end_r = pair.rp.seg_ends[pair.i]
-        pos_r = pos_p = pair.d
+        stop = max(cls._stop(pair), pair.rp.seg_ends[pair.i])
         shared = 0
         for _ in range(skips):
+            if pos_r >= stop:  # in what the request adds: shared only while both agree
+                return shared + common_prefix(ru, pu[pos_p * 4:], 4, pos_r * 4)
             # the first k-gram of r's next ``window`` tokens that p's next ``window`` tokens
             # hold, at the first place p holds it
             lo_p = pos_p * 4
@@ -937,14 +1008,15 @@ class Diagnoser:
             shared += hit[1] + run  # with p's value in r, its tokens are shared too (counted as p's)
             pos_r += hit[0] + run
             pos_p += hit[1] + run
-            if pos_r >= end_r or pos_r * 4 >= len(ru) or pos_p * 4 >= len(pu):
+            if pos_r * 4 >= len(ru) or pos_p * 4 >= len(pu):
                 break
         return shared
 
     # ------------------------------------------------------------------ the rules gap
 
     def _rules_gap(self, step: Step, writer: tuple[Request, Prompt, _Context | None] | None,
-                   content: Candidate | None = None, cf: tuple[int, float | None] | None = None) -> None:
+                   content: Candidate | None = None, cf: tuple[int, float | None] | None = None,
+                   pred: Prompt | None = None) -> None:
         """Claim the request's whole rules gap (ideal read minus simulated read) for one cause:
         the minimum, the TTL, eviction, granularity, a cache key, a breakpoint placement; what
         none explains is ``unexplained``, with the simulation's miss reason.
@@ -953,14 +1025,29 @@ class Diagnoser:
         that arrived at ``cf[1]``) made the request depend on an older request whose entry
         expired, was evicted or sits under another key, while its own predecessor's is live,
         the content cause also claims that part: undone, it would have been read from the
-        predecessor."""
+        predecessor. Likewise under breakpoints where the older request wrote no entry inside what
+        it shares and the predecessor (``pred``, the prompt the cause was located against) has one
+        within what the request would share with it undone: a tool_choice switched on side
+        requests makes each read from the previous side request, not the main turn before it."""
         o, rules = step.outcome, step.rules
         gap = o.shared_prefix_tokens - o.cached_tokens
-        if content is not None and cf is not None and gap > 0 and o.miss_reason in ("expired", "evicted", "namespace"):
+        served = cf[0] if cf is not None else 0
+        if pred is not None and cf is not None and rules.mode == "breakpoints" \
+                and o.miss_reason in ("after_last_breakpoint", "lookback") and writer is not None and writer[1] is not pred \
+                and content is not None and content.token_index is not None and o.shared_prefix_tokens > content.token_index:
+            # an older request shares more than the predecessor as logged (past the break): the
+            # change sent the request to it; undone, it reads the predecessor's last entry within
+            # what the two would share
+            served = max((e for sg, e in zip(pred.segments, pred.seg_ends) if sg.breakpoint is not None and e <= cf[0]),
+                         default=0)
+        elif o.miss_reason in ("after_last_breakpoint", "lookback"):
+            served = 0  # it shares no more with the older request: the breakpoints' placement is the cause
+        if content is not None and cf is not None and gap > 0 and served > o.cached_tokens \
+                and o.miss_reason in ("expired", "evicted", "namespace", "after_last_breakpoint", "lookback"):
             live = rules.ttl_seconds is None or step.request.arrival is None or cf[1] is None \
                 or step.request.arrival - cf[1] <= rules.ttl_seconds
             if live and o.miss_reason != "evicted":
-                claim = min(o.shared_prefix_tokens, cf[0]) - o.cached_tokens
+                claim = min(o.shared_prefix_tokens, served) - o.cached_tokens
                 if claim > 0:
                     self._buf.append(Candidate(content.rule, content.key, o.index, o.path, o.line, content.segment,
                                                content.char_offset, content.token_index, content.evidence, claim,
@@ -1175,10 +1262,13 @@ class Diagnoser:
 
     # ------------------------------------------------------------------ the reported gap
 
-    def _reported_gap(self, step: Step, prev: Request | None) -> None:
+    def _reported_gap(self, step: Step, pred: tuple[Request, Prompt, _Context | None] | None) -> None:
         """Claim the request's reported gap (simulated read minus the cache read the log
-        reports) for the one explanation its evidence supports, else ``unexplained``."""
+        reports) for the one explanation its evidence supports, else ``unexplained`` with the
+        evidence there is (the model, the prompt's size, whether the request only appends to
+        its predecessor: :meth:`_unchanged`)."""
         o, r = step.outcome, step.request
+        prev = pred[0] if pred is not None else None
         u = r.usage
         if u is None or not u.cache_reported:  # no cache usage logged: nothing to compare with
             return
@@ -1202,11 +1292,15 @@ class Diagnoser:
         if gap <= 0:
             return
         got = self._reported_cause(step, prev)
+        unchanged = self._unchanged(step, pred)
+        if got is None and unchanged and u.cache_read_tokens == 0:
+            got = self._best_effort(step)
         if got is None:
             self._add(step, UNEXPLAINED, ("reported",), segment=None, char=None, token=None,
                       evidence={"simulated_tokens": o.cached_tokens, "reported_tokens": u.cache_read_tokens,
                                 "reported_input_tokens": u.input_tokens}, lost=gap, cost=cost, gap="reported",
-                      reason="reported below simulated")
+                      reason="reported below simulated", model=o.model or "-", prompt_tokens=o.prompt_tokens,
+                      prefix_unchanged=unchanged, reported_zero=u.cache_read_tokens == 0)
             return
         rule, key, evidence, values = got
         self._add(step, rule, key, segment=None, char=None, token=None, evidence=evidence, lost=gap, cost=cost,
@@ -1224,6 +1318,20 @@ class Diagnoser:
         if up_r and up_p and up_r != up_p and "routing" in checks:
             # one finding per model: its upstreams may be served under several rules files
             return checks["routing"], (o.model or "-",), {"before": up_p, "after": up_r}, {"before": up_p, "after": up_r}
+        # the request before it in the same conversation (the same opening, or a session the log
+        # names; a session read from a per-request identifier differs each time): identifiers
+        # and deployments of two conversations differ by design
+        same = (r.session is not None and r.session == prev.session) or _same_conversation(self._head(r), self._head(prev))
+        dep_r = r.response.deployment if r.response is not None else None
+        dep_p = prev.response.deployment if prev.response is not None else None
+        if same and dep_r and dep_p and dep_r != dep_p and "deployment" in checks:
+            # a gateway moved the conversation to another deployment (account, endpoint) of the
+            # model: each keeps its own cache
+            conv = r.session or "-"
+            return checks["deployment"], (ns,), {"conversation": conv, "before": dep_p, "after": dep_r,
+                                                 "reported_cached_tokens": r.usage.cache_read_tokens if r.usage else None,
+                                                 "simulated_tokens": o.cached_tokens}, \
+                {"conversation": conv, "before": dep_p, "after": dep_r, "model": o.model or "-"}
         for rule in (checks.get("parameter"), checks.get("reasoning")):
             if rule is None:
                 continue
@@ -1233,7 +1341,7 @@ class Diagnoser:
                 k = changed[0]
                 return rule, (k,), {"param": k, "before": json.dumps(prev.params.get(k)), "after": json.dumps(r.params.get(k))}, \
                     {"param": k}
-        if "affinity" in checks:
+        if "affinity" in checks and same:
             for name in sorted(set(r.affinity) | ({"cache_key"} if r.cache_key else set())):
                 now = r.cache_key if name == "cache_key" else r.affinity.get(name)
                 before = prev.cache_key if name == "cache_key" else prev.affinity.get(name)
@@ -1263,6 +1371,65 @@ class Diagnoser:
             return checks["no-key"], (ns,), {"cache_key": None, "reported_cached_tokens": r.usage.cache_read_tokens if r.usage else None,
                                              "simulated_tokens": o.cached_tokens}, {}
         return None
+
+    @staticmethod
+    def _unchanged(step: Step, pred: tuple[Request, Prompt, _Context | None] | None) -> bool:
+        """Whether the request only appends to its predecessor: it holds the predecessor's whole
+        prompt up to its generation prompt (the chat framing after the last message) as its
+        prefix, so nothing in the prompt explains a miss."""
+        if pred is None or not comparable(pred[2], step.context):
+            return False
+        pp = pred[1]
+        if not pp.segments:
+            return False
+        end = pp.seg_ends[-2] if len(pp.segments) >= 2 and pp.segments[-1].kind == "frame" else pp.seg_ends[-1]
+        return end > 0 and common_prefix(step.prompt.units[:end * 4], pp.units[:end * 4]) >= end
+
+    def _best_effort(self, step: Step) -> tuple[Rule, tuple[Any, ...], dict[str, Any], dict[str, Any]] | None:
+        """The documented best-effort implicit cache (``check: best-effort``; ``options.providers``
+        the rules files whose provider documents no hit guarantee) for a request that only appends
+        to its predecessor and is reported as reading nothing, or ``None``. The size band and the
+        guess (``options.known``) are filled over the whole log by :meth:`_finish_best_effort`."""
+        rule = self._first("reported-usage", "check", "best-effort")
+        o = step.outcome
+        if rule is None or step.rules.kind != "provider" or step.rules.mode != "prefix" \
+                or o.provider not in (rule.options.get("providers") or ()):
+            return None
+        model = o.model or "-"
+        return rule, (f"{o.provider}/{model}",), {"model": model, "prompt_tokens": o.prompt_tokens,
+                                                   "simulated_tokens": o.cached_tokens, "reported_cached_tokens": 0,
+                                                   "prefix_unchanged": True}, \
+            {"model": model, "prompt_tokens": o.prompt_tokens, "band": f"{o.prompt_tokens:,}", "guess": ""}
+
+    def _finish_best_effort(self) -> None:
+        """Per model, the prompt size band of the requests a best-effort cache reported as
+        reading nothing (``band``: smallest to largest prompt, tokens), and where a public
+        report (``options.known``: model globs, a prompt size range in tokens, what it says and
+        where) covers the model and the whole band, that report named as a guess."""
+        from fnmatch import fnmatch
+
+        rule = self._first("reported-usage", "check", "best-effort")
+        if rule is None:
+            return
+        groups: dict[tuple[Any, ...], list[Candidate]] = {}
+        for c in self.cands:
+            if c.rule is rule:
+                groups.setdefault(c.key, []).append(c)
+        for cs in groups.values():
+            sizes = [int(c.values["prompt_tokens"]) for c in cs]
+            lo, hi = min(sizes), max(sizes)
+            model = str(cs[0].values["model"])
+            band = f"{lo:,}" if lo == hi else f"{lo:,}–{hi:,}"
+            guess = ""
+            for k in rule.options.get("known") or ():
+                if any(fnmatch(model, g) for g in k.get("models") or ()) \
+                        and int(k.get("min_prompt_tokens", 0)) <= lo and hi <= int(k.get("max_prompt_tokens", 1 << 62)):
+                    guess = f"; a guess, not a documented rule: {k['says']} ({k['reference']})"
+                    break
+            for c in cs:
+                c.values.update(band=band, guess=guess)
+                if isinstance(c.evidence, dict):
+                    c.evidence.update(prompt_tokens_band=band, guess=guess[2:] if guess else None)
 
     def _routes_by_key(self, provider: str) -> bool:
         """Whether a provider routes requests to cache machines by a key the request carries

@@ -125,7 +125,6 @@ def parse_litellm(rec: Any, src: Source, opts: Any) -> Request:
         cache_key = cache_key_of(mp)
     if retention is None and isinstance(mp.get("prompt_cache_retention"), str):
         retention = mp["prompt_cache_retention"]
-    affinity = {**affinity_of(mp), **(affinity_of(body) if body is not None else {})}
     rid = rec.get("request_id") or rec.get("id")
     start = rec.get("startTime", rec.get("start_time"))
     slm = md.get("spend_logs_metadata")
@@ -136,6 +135,11 @@ def parse_litellm(rec: Any, src: Source, opts: Any) -> Request:
     if isinstance(up, str) and up and (response is None or not response.upstream):
         # the route (openrouter); a router's response names who served it
         response = replace(response, upstream=up) if response is not None else Response(upstream=up)
+    dep = _deployment(rec)
+    if dep is not None:
+        response = replace(response, deployment=dep) if response is not None else Response(deployment=dep)
+    # model_parameters' identifiers, under the body's own and the headers the row logged
+    affinity = {**affinity_of(mp), **(affinity_of(body, {"headers": _headers(rec, mp)}) if body is not None else {})}
     return Request(
         id=str(rid) if isinstance(rid, (str, int)) and rid != "" else default_id(src), source=src, format="litellm",
         api=BODY_APIS[fmt][0] if fmt else "chat", provider=provider, model=model,
@@ -144,6 +148,35 @@ def parse_litellm(rec: Any, src: Source, opts: Any) -> Request:
         usage=litellm_usage(rec, usage_object), cache_retention=retention, response=response,
         affinity=affinity, **chain_fields(fmt, body),
     )
+
+
+def _headers(rec: Mapping[str, Any], mp: Mapping[str, Any]) -> dict[str, Any]:
+    """The request headers a row logs: ``proxy_server_request.headers`` (what the proxy
+    received) and the ``extra_headers`` the caller set (``model_parameters`` in a
+    StandardLoggingPayload, ``x-grok-conv-id`` for xAI's per-server cache routing)."""
+    out: dict[str, Any] = {}
+    psr = loads_if_json(rec.get("proxy_server_request"))
+    for h in ((psr.get("headers") if isinstance(psr, MAPPING) else None), mp.get("extra_headers")):
+        h = loads_if_json(h)
+        if isinstance(h, MAPPING):
+            out.update(h)
+    return out
+
+
+def _deployment(rec: Mapping[str, Any]) -> str | None:
+    """The LiteLLM deployment that served the row: ``model_id`` (the deployment's id in the
+    router's model list, also ``hidden_params.model_id``) with its ``api_base``, or ``None``
+    when the row names neither. One deployment per upstream account or endpoint: their caches
+    are apart (https://docs.litellm.ai/docs/proxy/logging_spec)."""
+    hp = loads_if_json(rec.get("hidden_params"))
+    hp = hp if isinstance(hp, MAPPING) else {}
+    mid = rec.get("model_id") or hp.get("model_id")
+    base = rec.get("api_base") or hp.get("api_base")
+    mid = str(mid) if isinstance(mid, (str, int)) and mid != "" else None
+    base = str(base) if isinstance(base, str) and base else None
+    if mid and base:
+        return f"{mid} ({base})"
+    return mid or base
 
 
 class LiteLLMReader(Reader):

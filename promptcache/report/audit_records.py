@@ -7,6 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 from ..pipeline import SCENARIOS, AuditResult, ScenarioTotals
+from .numbers import usd
 
 SCHEMA = "promptcache.audit/v1"
 
@@ -57,6 +58,29 @@ def left_on_table(res: AuditResult) -> Decimal | None:
     return rules + (content or Decimal(0))
 
 
+def reported_headline(res: AuditResult) -> str:
+    """The headline's sentence on the reported-usage gap (what the simulation serves and the
+    log's usage reports as uncached, which 'left on the table' does not count), or ``""`` when
+    there is none."""
+    acc = res.accounting
+    if acc is None or not acc.gaps.get("reported"):
+        return ""
+    c = acc.cost.get("reported")
+    unexplained = sum(r.tokens for r in acc.rows if r.gap == "reported" and r.rule == "unexplained")
+    return (f" The log's usage reports {acc.gaps['reported']:,} tokens uncached that the simulation serves"
+            + (f" ({usd(c)} more billed)" if c is not None else "")
+            + (f", {unexplained:,} of them unexplained" if unexplained else "") + ": the reported-usage gap.")
+
+
+def reported_evidence(ev: dict[str, Any]) -> str:
+    """An unexplained reported gap's evidence (:func:`promptcache.diagnose.accounting.build`) in
+    words: the models, the prompt size band, and how many requests only append to their
+    predecessor or read nothing."""
+    return (f"{', '.join(ev.get('models') or ['-'])}, prompts of {ev['prompt_tokens_band']} tokens, "
+            f"prefix unchanged on {ev.get('prefix_unchanged_requests', 0)}, reported 0 cached on "
+            f"{ev.get('reported_zero_requests', 0)}")
+
+
 def _savings(res: AuditResult) -> dict[str, Any]:
     sim, nc, ideal = res.scenarios["simulated"], res.scenarios["no_cache"], res.scenarios["ideal"]
     acc = res.accounting
@@ -70,6 +94,8 @@ def _savings(res: AuditResult) -> dict[str, Any]:
         # on other requests, so it is not what the rules gap's rows add up to
         "simulated_vs_ideal": money(sim.cost - ideal.cost) if sim.cost is not None and ideal.cost is not None else None,
         "prompt_changes": money(acc.cost["content"]) if acc is not None and acc.cost.get("content") is not None else None,
+        # what the simulation serves and the log reports as uncached (not in left_on_table)
+        "reported_gap": money(acc.cost["reported"]) if acc is not None and acc.cost.get("reported") is not None else None,
     }
 
 

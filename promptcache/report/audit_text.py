@@ -11,7 +11,7 @@ from rich.text import Text
 
 from ..plurals import counted
 from ..pipeline import AuditResult
-from .audit_records import cache_rules_cost, left_on_table
+from .audit_records import cache_rules_cost, left_on_table, reported_evidence, reported_headline
 from .numbers import duration, miss_reason, pct, usd
 
 
@@ -70,7 +70,8 @@ def render_audit(res: AuditResult, console: Console, *, top: int = 10) -> None:
             note = (f" [dim](The scenario costs differ by {usd(sim - ideal)}, simulated against ideal: they also count"
                     " the cache writes each scenario makes on other requests.)[/]")
         console.print(f"Caching saves {usd(saved)} ({pct(float(saved / nc)) if nc else '0%'}) against no cache."
-                      f" [bold]Left on the table: {usd(lost)}[/]{per_day(lost, res.span_seconds)}{split}.{note}")
+                      f" [bold]Left on the table: {usd(lost)}[/]{per_day(lost, res.span_seconds)}{split}.{note}"
+                      + reported_headline(res))
     else:
         console.print("[yellow]No prices for these requests: token counts only (add prices with --prices FILE).[/]")
     if any(r.kind == "provider" and r.mode == "prefix" for r in res.rules.values()):
@@ -150,6 +151,8 @@ def render_accounting(res: AuditResult, console: Console) -> None:
             cause = r.rule
             if r.evidence.get("miss_reasons"):
                 cause += " (" + ", ".join(f"{miss_reason(k)}: {v}" for k, v in r.evidence["miss_reasons"].items()) + ")"
+            if r.evidence.get("prompt_tokens_band"):
+                cause += "; " + reported_evidence(r.evidence)
             t.add_row("", Text(cause, style="yellow" if r.rule == "unexplained" else ""), f"{r.tokens:,}",
                       usd(r.cost_usd), f"{r.requests:,}", f"{Path(r.path).name}:{r.line}")
     console.print(t)

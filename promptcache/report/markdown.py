@@ -97,7 +97,10 @@ def render_markdown(rec: dict[str, Any], proposals: Sequence[dict[str, Any]] | N
                    + (f" (The scenario costs differ by {usd(sav['simulated_vs_ideal'])}, simulated against ideal: they "
                       "also count the cache writes each scenario makes on other requests.)"
                       if sav.get("simulated_vs_ideal") is not None and sav.get("cache_rules") is not None
-                      and round(sav["simulated_vs_ideal"], 4) != round(sav["cache_rules"], 4) else ""))
+                      and round(sav["simulated_vs_ideal"], 4) != round(sav["cache_rules"], 4) else "")
+                   + (f" The log's usage reports {rec['accounting']['gaps']['reported']['tokens']:,} tokens uncached that "
+                      f"the simulation serves ({usd(sav['reported_gap'])} more billed): the reported-usage gap."
+                      if sav.get("reported_gap") and rec.get("accounting") else ""))
     else:
         out.append("No prices for these models: token counts only.")
     out += inputs_table(rec["inputs"])
