@@ -248,12 +248,13 @@ def _flatten(pieces: tuple[Piece, ...] | list[Piece], choice: dict[int, int], se
         if pc.slot is not None:  # the condition (or a loop's iterable) is a value of the prompt
             c = pc.slot
             out.append(Piece("slot", slot=Slot(c.span, c.source, "loop" if pc.loop else "condition", c.probes,
-                                               c.names), span=pc.span))
+                                               c.names, c.items), span=pc.span))
         alt = choice.get(id(pc), 0)
         if pc.branches:
             body = _flatten(pc.branches[min(alt, len(pc.branches) - 1)], choice, seen)
             if pc.loop:  # a loop body's values (nested loops too) vary with the items the loop slot stands for
-                body = [Piece("slot", slot=Slot(b.slot.span, b.slot.source, "in-loop", b.slot.probes, b.slot.names),
+                body = [Piece("slot", slot=Slot(b.slot.span, b.slot.source, "in-loop", b.slot.probes, b.slot.names,
+                                                b.slot.items),
                               span=b.span) if b.kind == "slot" and b.slot is not None and b.slot.kind in ("variable", "loop")
                         else b for b in body]
             out += body
@@ -464,6 +465,11 @@ def _check_variant(doc: Doc, rules: Sequence[Rule], settings: Settings,
             continue
         slot = it.piece.slot
         assert slot is not None
+        if slot.items:
+            # a loop's item or its field (`{{ name }}` in a loop over `capabilities`) is of its
+            # iterable's kind, whatever the field is called: the loop's own slot is reported
+            # (retrieved documents, unknown data), or it is a catalogue and stable
+            continue
         got: Match | None = classify.classify(slot)
         if got is not None and got.rule is not None and got.rule.id == "user-data-before-shared" and \
                 _is_own_name(slot, m.items, k):

@@ -1,0 +1,82 @@
+"""The classes of problem a third trial of lint found on 25 real templates it had never seen
+(75% recall of the flagged groups, 23 of 53 findings off the expected lines, 3 of 13 clean
+templates flagged): each rebuilt from the real template's structure with invented wording (the
+repository and file named), as a test that failed before. Expected places are computed from
+the text itself (where the value is written); the expected codes were worked out by hand.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from promptcache.lint import LintOptions, lint_paths
+
+RULES = "Keep every answer short, cite the handbook section you rely on, and never guess. "
+LONG = RULES * 6  # about 100 tokens: long enough after any value (16), short of an unknown's 256
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".promptcache.toml").write_text("", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def at(text: str, needle: str, nth: int = 0) -> tuple[int, int]:
+    """1-based (line, column) of the ``nth`` occurrence of ``needle`` in ``text``."""
+    i = -1
+    for _ in range(nth + 1):
+        i = text.index(needle, i + 1)
+    return text.count("\n", 0, i) + 1, i - (text.rfind("\n", 0, i) + 1) + 1
+
+
+def lint(repo: Path, name: str, content: str, **opts):
+    p = repo / name
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(content, encoding="utf-8")
+    run = lint_paths([p], LintOptions(use_lockfile=False, **opts))
+    assert not run.errors and not getattr(run, "internal", []), run.errors
+    return run
+
+
+def found(run) -> list[tuple[str, int, int]]:
+    return sorted((f.code, f.span.line, f.span.col) for f in run.active)
+
+
+# ----------------------------------------------------- A: a loop's items take the iterable's kind
+
+def test_fields_of_a_loops_items_are_of_the_iterables_kind_not_their_own_names(repo):
+    """LatifahFall/Troubleshooting-Agent system_prompt.j2: `{{ name }}` inside `{% for name,
+    description in capabilities.items() %}` is one of the agent's functions, not a user's name
+    (PC108, an error, before); over items of unknown kind only the loop is reported.
+    ravshansbox/oh-my-pi custom-system-prompt.md: `{{name}}` in `{{#list toolDescriptions}}`,
+    `{{escapeXml name}}` in `{{#list skills}}` / `{{#list rules}}` (the helper's value is its
+    argument: `name`, in a catalogue). A Go `{{ range .Tools }}` item's `.Name` likewise; a
+    name read from the scope above the loop (`{{../userName}}`) is still per-user."""
+    j2 = ("## Functions\n\nThe agent may call exactly these:\n\n"
+          "{% for name, description in entries.items() %}\n"
+          "- `{{ name }}({{ description.signature }})` -> {{ description.returns }}\n"
+          "{% endfor %}\n\n" + LONG)
+    assert found(lint(repo, "agent.j2", j2)) == [("PC111", *at(j2, "{% for name, description"))]
+
+    md = ("{{#if toolDescriptions.length}}\nTools you can use:\n"
+          '{{#list toolDescriptions prefix="- " join="\\n"}}{{name}}: {{description}}{{/list}}\n{{/if}}\n'
+          "{{#if skills.length}}\n<skills>\n{{#list skills join=\"\\n\"}}\n<skill>\n"
+          "    <name>{{escapeXml name}}</name>\n    <description>{{escapeXml description}}</description>\n"
+          "{{#list globs join=\"\\n\"}}      <glob>{{escapeXml this}}</glob>\n{{/list}}"
+          "</skill>\n{{/list}}\n</skills>\n{{/if}}\n" + LONG)
+    assert found(lint(repo, "prompts/system/custom-system-prompt.md", md)) == []
+
+    hbs = "{{#each tools}}- {{name}} (ask {{../userName}} first)\n{{/each}}\n" + LONG
+    run = lint(repo, "tools.hbs", hbs)
+    assert found(run) == [("PC108", *at(hbs, "{{../userName}}"))]
+
+    hbs = "Reply to {{escapeXml userName}} politely.\n" + LONG
+    (f,) = lint(repo, "greet.hbs", hbs).active
+    assert (f.code, f.span.line, f.span.col, f.values["value"]) == ("PC108", *at(hbs, "{{escapeXml"), "userName")
+
+    tmpl = "{{ range .Tools }}- {{ .Name }}: {{ .Description }}\n{{ end }}\n" + LONG
+    assert found(lint(repo, "system.tmpl", tmpl)) == []
