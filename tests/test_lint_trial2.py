@@ -80,3 +80,25 @@ def test_fields_of_a_loops_items_are_of_the_iterables_kind_not_their_own_names(r
 
     tmpl = "{{ range .Tools }}- {{ .Name }}: {{ .Description }}\n{{ end }}\n" + LONG
     assert found(lint(repo, "system.tmpl", tmpl)) == []
+
+
+# ------------------------------------ B: a deployment's fixed knowledge is its configuration
+
+def test_loops_over_a_deployments_knowledge_are_stable_as_its_policies_are(repo):
+    """inform199751-crypto/universal-ai-helpdesk prompts/system.j2: loops over the help desk's
+    `faq`, `policies`, `glossary` and `escalation` rules, all loaded with the deployment's
+    configuration; `faq`, `glossary` and `escalation` were PC111 while `policies` was not.
+    LatifahFall/Troubleshooting-Agent: `capabilities.items()` iterates the capabilities (a
+    catalogue). A loop over the request's own items (`open_orders`) is still reported."""
+    j2 = ("You are the front desk assistant of {{ company.name }}.\n\n## Opening hours\n- {{ company.hours }}\n\n"
+          "## Never say\n{% for p in company.forbidden_phrases %}- {{ p }}\n{% endfor %}\n"
+          "## Common questions\n{% for item in faq %}Q: {{ item.q }}\nA: {{ item.a }}\n\n{% endfor %}"
+          "## Rules\n{% for item in policies %}### {{ item.title }}\n{{ item.content }}\n\n{% endfor %}"
+          "## Terms\n{% for item in glossary %}- {{ item.term }}: {{ item.meaning }}\n{% endfor %}\n"
+          "## When to hand over\n{% for item in escalation %}- On \"{{ item.trigger }}\" ({{ item.level }}):\n"
+          "  reply \"{{ item.script }}\" and stop.\n{% endfor %}\n"
+          "## Functions\n{% for name, description in capabilities.items() %}\n"
+          "- `{{ name }}({{ description.signature }})`\n{% endfor %}\n" + LONG)
+    assert found(lint(repo, "prompts/system.j2", j2)) == []
+    j2 = "## Your open orders\n{% for o in open_orders %}- {{ o.number }}: {{ o.status }}\n{% endfor %}\n" + LONG
+    assert found(lint(repo, "orders.j2", j2)) == [("PC111", *at(j2, "{% for o in open_orders %}"))]

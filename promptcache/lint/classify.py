@@ -60,6 +60,11 @@ json item items value key
 """.split())
 
 
+#: Methods that iterate a mapping (Python's ``dict.items()``, ``.values()``, ``.keys()``): the
+#: value read is the mapping itself.
+_ITERATE = frozenset({"items", "values", "keys", "iteritems", "itervalues", "iterkeys"})
+
+
 def words(name: str) -> tuple[str, ...]:
     """A name split into lower-case words.
 
@@ -74,11 +79,16 @@ def names_in(expr: str) -> tuple[str, ...]:
 
     >>> names_in("formatDate(user.created_at, 'YYYY') | upper")
     ('formatDate', 'user.created_at', 'upper')
+    >>> names_in("capabilities.items()")
+    ('capabilities',)
     """
     text = _STRING.sub(" ", expr)
     out: list[str] = []
     for m in _NAME.finditer(text):
         n = re.sub(r"\s+", "", m.group(0)).replace("?.", ".").lstrip(".")
+        head, dot, last = n.rpartition(".")
+        if dot and head and last in _ITERATE and text[m.end():m.end() + 1] == "(":
+            n = head  # `capabilities.items()` iterates `capabilities`: the mapping is what is read
         if n.lower().lstrip("$@") in _KEYWORDS:
             continue
         out.append(n)
