@@ -102,3 +102,29 @@ def test_loops_over_a_deployments_knowledge_are_stable_as_its_policies_are(repo)
     assert found(lint(repo, "prompts/system.j2", j2)) == []
     j2 = "## Your open orders\n{% for o in open_orders %}- {{ o.number }}: {{ o.status }}\n{% endfor %}\n" + LONG
     assert found(lint(repo, "orders.j2", j2)) == [("PC111", *at(j2, "{% for o in open_orders %}"))]
+
+
+# ------------------------------------------------------- misses: prompts built in code
+
+def test_go_prompt_built_with_a_strings_builder(repo):
+    """soyeahso/hunter3 internal/agent/system_prompt.go: `var b strings.Builder`, then
+    `b.WriteString(fmt.Sprintf("Current date: %s\\n", time.Now().Format("2006-01-02")))`, the
+    channel and user under `if`s, guidelines and a tool section written with `fmt.Fprintf(&b,
+    ...)` in a `range` over the tools, then `return b.String()`: the file read as empty. The
+    date is PC102 at its verb, the channel id PC109, the user's name PC108; the tools' fields
+    are of the tools' kind (a catalogue)."""
+    go = ('package agent\n\nimport (\n\t"fmt"\n\t"strings"\n\t"time"\n)\n\n'
+          'type PromptConfig struct {\n\tChannelID string\n\tUserName  string\n\tTools     []ToolDef\n}\n\n'
+          '// BuildSystemPrompt writes the assistant\'s instructions.\n'
+          'func BuildSystemPrompt(cfg PromptConfig) string {\n\tvar b strings.Builder\n\n'
+          '\tb.WriteString(fmt.Sprintf("Today is %s\\n", time.Now().Format("2006-01-02")))\n\n'
+          '\tif cfg.ChannelID != "" {\n\t\tb.WriteString(fmt.Sprintf("Room: %s\\n", cfg.ChannelID))\n\t}\n'
+          '\tif cfg.UserName != "" {\n\t\tfmt.Fprintf(&b, "Speaking with: %s\\n", cfg.UserName)\n\t}\n'
+          '\tb.WriteByte(\'\\n\')\n\tb.WriteString("Rules:\\n")\n'
+          '\tb.WriteString("' + LONG + '\\n")\n'
+          '\tif len(cfg.Tools) > 0 {\n\t\tb.WriteString("\\n## Tools\\n\\n")\n'
+          '\t\tfor _, t := range cfg.Tools {\n\t\t\tfmt.Fprintf(&b, "### %s\\n%s\\n", t.Name, t.Description)\n\t\t}\n\t}\n'
+          '\tout := b.String()\n\treturn out\n}\n')
+    run = lint(repo, "internal/agent/system_prompt.go", go)
+    assert found(run) == [("PC102", *at(go, "%s", 0)), ("PC108", *at(go, "%s", 2)), ("PC109", *at(go, "%s", 1))]
+    assert [d for d in run.notes] == []
