@@ -33,6 +33,12 @@ def at(text: str, needle: str, nth: int = 0) -> tuple[int, int]:
     return text.count("\n", 0, i) + 1, i - (text.rfind("\n", 0, i) + 1) + 1
 
 
+def inner(text: str, needle: str) -> tuple[int, int]:
+    """(line, column) of the first character inside the braces of ``needle`` (``{x}``)."""
+    line, col = at(text, needle)
+    return line, col + 1
+
+
 def lint(repo: Path, name: str, content: str, **opts):
     p = repo / name
     p.parent.mkdir(parents=True, exist_ok=True)
@@ -128,3 +134,28 @@ def test_go_prompt_built_with_a_strings_builder(repo):
     run = lint(repo, "internal/agent/system_prompt.go", go)
     assert found(run) == [("PC102", *at(go, "%s", 0)), ("PC108", *at(go, "%s", 2)), ("PC109", *at(go, "%s", 1))]
     assert [d for d in run.notes] == []
+
+
+def test_python_prompt_held_in_a_message_dict(repo):
+    """CryptoDevWill/ArcAngelGPT data/conversation.py: `initial_system_prompt = {"role": "system",
+    "content": (f"The current time is {time}. " f"The current date is {date}. " ...)}`, a
+    message dict (not a string) under a prompt-like name, read as empty before. Each value of
+    the volatile header is named where it is written; a list of such messages likewise (the
+    last user message is outside the cacheable region); a dict that is no message is not read."""
+    py = ('import os\nfrom settings import username, project_root\nfrom clock import now_and_today\n\n'
+          'time, date = now_and_today()\n\n'
+          'initial_system_prompt = {"role": "system", "content": (\n'
+          '    f"It is {time} right now. "\n'
+          '    f"Today is {date}. "\n'
+          '    f"The machine runs {os.name}. "\n'
+          '    f"You work for {username}. "\n'
+          '    f"Your project folder is {project_root}; stay inside it. " "' + LONG + '"\n'
+          ')}\n\nhistory = [initial_system_prompt]\n')
+    assert found(lint(repo, "data/conversation.py", py)) == [  # an f-string's value is located inside its braces
+        ("PC101", *inner(py, "{time}")), ("PC102", *inner(py, "{date}")), ("PC107", *inner(py, "{os.name}")),
+        ("PC107", *inner(py, "{project_root}")), ("PC108", *inner(py, "{username}"))]
+    py = ('from datetime import date\n\nchat_prompt = [\n'
+          '    {"role": "system", "content": f"Today is {date.today()}. ' + LONG + '"},\n'
+          '    {"role": "user", "content": "{question}"},\n]\n'
+          'prompt_options = {"temperature": 0, "content_filter": True}\n')
+    assert found(lint(repo, "chat.py", py)) == [("PC102", *inner(py, "{date.today()}"))]
