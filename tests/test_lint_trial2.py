@@ -159,3 +159,19 @@ def test_python_prompt_held_in_a_message_dict(repo):
           '    {"role": "user", "content": "{question}"},\n]\n'
           'prompt_options = {"temperature": 0, "content_filter": True}\n')
     assert found(lint(repo, "chat.py", py)) == [("PC102", *inner(py, "{date.today()}"))]
+
+
+def test_exported_function_returning_a_prompt_literal_whatever_its_name(repo):
+    """notunk0wn23/Cypher src/prompts.js: `export function base(models, tools) { return `You are
+    Cypher ... The current date is ${new Date().toISOString().split('T')[0]}. ...` }`: `base` is
+    no prompt-like name, so it was not read; the literal opens as a system prompt does. An
+    exported function returning a short literal that is no prompt (a log line) is still not
+    read, so its clock call is not reported."""
+    js = ("export function base(models, tools) {\n    return `\nYou are Quill, a careful writing assistant.\n"
+          "The current date is ${new Date().toISOString().split('T')[0]}.\n\nModels:\n"
+          "${models.map(model => model.id).join('\\n\\n')}\n\n" + LONG + "\n\nTools:\n${tools.join('\\n\\n')}\n    `;\n}\n")
+    assert found(lint(repo, "src/prompts.js", js)) == [("PC102", *at(js, "new Date()"))]
+    js = ("export function savedLine(file) {\n  return `Saved ${file} at ${new Date().toISOString()}; "
+          "the editor keeps the previous copy until you close it.`;\n}\n")
+    run = lint(repo, "src/log.js", js)
+    assert found(run) == [] and any("holds no prompt" in m for _, m in run.notes)
