@@ -175,3 +175,30 @@ def test_exported_function_returning_a_prompt_literal_whatever_its_name(repo):
           "the editor keeps the previous copy until you close it.`;\n}\n")
     run = lint(repo, "src/log.js", js)
     assert found(run) == [] and any("holds no prompt" in m for _, m in run.notes)
+
+
+# ---------------------------------------------------------- a month rolls monthly
+
+def test_a_month_only_format_is_written_again_every_month_not_every_day(repo):
+    """nkasmanoff/pi-chat prompt.py: `current_month_name = time.strftime("%B")` and
+    `current_year = time.strftime("%Y")` in "Current date: {current_month_name} {current_year}"
+    before the instructions: the month is a date in the prefix (PC102, a warning as dates are)
+    but rolls monthly, and the message said "every day". A Go "January 2006" layout and a
+    moment 'MMMM YYYY' format likewise; a day's date still says "every day"."""
+    py = ('import time\n\ncurrent_month_name = time.strftime("%B")\ncurrent_year = time.strftime("%Y")\n\n'
+          'system_prompt = f"""You are Pocket, a small helper on a home server.\n\n'
+          'Current date: {current_month_name} {current_year}.\n\n' + LONG + '\n"""\n')
+    fs = {f.code: f for f in lint(repo, "prompt.py", py).active}
+    assert sorted((c, f.span.line, f.span.col) for c, f in fs.items()) == [
+        ("PC102", *inner(py, "{current_month_name}")), ("PC112", *inner(py, "{current_year}"))]
+    assert fs["PC102"].severity == "warning" and fs["PC102"].message.endswith("written again every month")
+    go = ('package p\n\nimport (\n\t"fmt"\n\t"time"\n)\n\n'
+          'func SystemPrompt() string {\n\treturn fmt.Sprintf("Month: %s. ' + LONG + '", time.Now().Format("January 2006"))\n}\n')
+    (f,) = lint(repo, "p.go", go).active
+    assert (f.code, f.span.line, f.span.col) == ("PC102", *at(go, "%s")) and f.message.endswith("every month")
+    ts = "export const systemPrompt = `Period: ${moment().format('MMMM YYYY')}. " + LONG + "`;\n"
+    (f,) = lint(repo, "p.ts", ts).active
+    assert (f.code, f.span.line) == ("PC102", 1) and f.message.endswith("every month")
+    py = 'from datetime import date\n\nSYSTEM_PROMPT = f"Today is {date.today()}. ' + LONG + '"\n'
+    (f,) = lint(repo, "d.py", py).active
+    assert f.code == "PC102" and f.message.endswith("written again every day")

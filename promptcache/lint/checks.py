@@ -509,6 +509,8 @@ def _check_variant(doc: Doc, rules: Sequence[Rule], settings: Settings,
         if got is not None:
             facts["classified_by"] = got.by
             facts["evidence"] = got.evidence
+        if rule.options.get("template_period"):
+            facts["period"] = _period(rule, got)
         out.append(finding(rule, slot.span, slot.source, facts,
                            doc=doc.name, part=part.name, token_index=seen_tokens, tokens_at_risk=after))
     rule = by_check.get("static-prefix")
@@ -527,6 +529,17 @@ def _check_variant(doc: Doc, rules: Sequence[Rule], settings: Settings,
     if target.rules.mode == "breakpoints":
         out += _breakpoint_checks(doc, m, target, by_check, classify)
     return out
+
+
+def _period(rule: Rule, got: Match | None) -> str:
+    """How often a dated value changes, for the message: the first of the rule's
+    ``template_period_patterns`` that matches the evidence that classified it (``month`` for
+    ``strftime("%B")``, ``currentMonthName``), else its ``template_period`` (``day``)."""
+    if got is not None:
+        for period, pats in rule.period_patterns():
+            if any(p.search(got.evidence) for p in pats):
+                return period
+    return str(rule.options.get("template_period"))
 
 
 def _value_name(slot: Slot, got: Match | None) -> str:
