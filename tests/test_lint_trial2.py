@@ -202,3 +202,31 @@ def test_a_month_only_format_is_written_again_every_month_not_every_day(repo):
     py = 'from datetime import date\n\nSYSTEM_PROMPT = f"Today is {date.today()}. ' + LONG + '"\n'
     (f,) = lint(repo, "d.py", py).active
     assert f.code == "PC102" and f.message.endswith("written again every day")
+
+
+# ------------------------------------------------- C: the assistant's persona configuration
+
+def test_the_persona_the_prompt_introduces_as_the_assistant_is_configuration(repo):
+    """kaseymallette/ai-persona-casper prompts/system.j2: "You are {{ identity.name }}, a
+    {{ identity.function }}." then `identity.*`, `voice.*` (also nested:
+    `voice.speech_markers.frequent`) and loops over `voice.must` and `process.constraints.items()`,
+    a persona loaded from a config file: 15 PC111 warnings on a clean template before. The
+    object introduced as the assistant ("You are {{ identity.name }}") is the assistant's;
+    `voice.*`, `process.*` are the persona's configuration by name. A value of unknown kind
+    beside them is still reported, and "You are {{ user.name }}'s ..." is a user's name."""
+    body = ("{{ identity.self_concept | capitalize }}.\n\n"
+            "You hold these traits together: {{ identity.traits | join(\", \") }}.\n\n"
+            "Main rule: {{ identity.core_directive }}\n\n# Voice\n\n"
+            "Your pace is {{ voice.pace | join(\", \") }}. You sound {{ voice.register }}.\n\nAlways:\n"
+            "{% for item in voice.must -%}\n- {{ item }}\n{% endfor %}\n\n"
+            "Words you lean on: {{ voice.speech_markers.frequent | map(\"tojson\") | join(\", \") }}.\n\n"
+            "# Method\n\nYou keep to these limits:\n"
+            "{% for key, value in process.constraints.items() -%}\n- {{ key }}: {{ value }}\n{% endfor %}\n\n"
+            + LONG * 3 + "\n{{ seed }}\n")
+    j2 = "You are {{ identity.name }}, a {{ identity.function }}.\n\n" + body
+    assert found(lint(repo, "prompts/system.j2", j2)) == []
+    j2 = "You are {{ identity.name }}. Ticket priority: {{ ticket.priority }}.\n\n" + body
+    assert found(lint(repo, "prompts/ticket.j2", j2)) == [("PC111", *at(j2, "{{ ticket.priority }}"))]
+    j2 = "You are {{ user.name }}'s assistant; their plan is {{ user.plan }}.\n\n" + LONG
+    assert found(lint(repo, "prompts/owner.j2", j2)) == [("PC108", *at(j2, "{{ user.name }}")),
+                                                         ("PC108", *at(j2, "{{ user.plan }}"))]

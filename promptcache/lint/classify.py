@@ -23,7 +23,7 @@ A ``template_names`` entry is a phrase of words:
 | ``session id`` | end with ``session id`` (``callerSessionId``, ``ctx.session_id``) |
 | ``=name`` | are exactly ``name`` |
 | ``user *`` | start with ``user`` (``user.location``, ``userPreferences``) |
-| ``organization.*`` | are read from an object of that name (``organization.timezone``, ``org.name``): the owner decides what the value is, whatever its last words say |
+| ``organization.*`` | are read from an object of that name (``organization.timezone``, ``org.name``, also further down: ``voice.speech_markers.frequent`` is ``voice``'s): the owner decides what the value is, whatever its last words say |
 
 Trailing words that only say how a value is formatted (``name_suffixes``: ``currentDateStr``,
 ``timestamp_iso``) are dropped before matching, and leading verbs of getters (``getCurrentDate``)
@@ -109,14 +109,16 @@ class Entry:
         """Exact beats owner beats suffix beats prefix; then longer beats shorter."""
         return ({"exact": 4, "owner": 3, "suffix": 2, "prefix": 1}[self.mode], len(self.words))
 
-    def matches(self, ws: tuple[str, ...], owner: tuple[str, ...] = ()) -> bool:
+    def matches(self, ws: tuple[str, ...], owner: tuple[str, ...] = (),
+                ancestors: tuple[tuple[str, ...], ...] = ()) -> bool:
         """Whether a name's words match (``owner``: the words of the object it is read from,
-        ``organization`` in ``organization.timezone``)."""
+        ``organization`` in ``organization.timezone``; ``ancestors``: those of the objects that
+        one is read from in turn, ``voice`` in ``voice.speech_markers.frequent``)."""
         n = len(self.words)
         if self.mode == "exact":
             return ws == self.words
         if self.mode == "owner":
-            return owner == self.words
+            return owner == self.words or self.words in ancestors
         if self.mode == "suffix":
             return len(ws) >= n and ws[-n:] == self.words
         return len(ws) > n and ws[:n] == self.words
@@ -136,6 +138,20 @@ def owner_words(name: str) -> tuple[str, ...]:
     while len(head) > 1 and head[0].lstrip("$@").lower() in ("this", "self", "props", "ctx"):
         head = head[1:]
     return words(head[-1])
+
+
+def ancestor_words(name: str) -> tuple[tuple[str, ...], ...]:
+    """The words of each object above the one a dotted name is read from:
+    ``voice.speech_markers.frequent`` → ``(("voice",),)``; ``()`` for ``a.b`` and plain names.
+
+    >>> ancestor_words("voice.speech_markers.frequent"), ancestor_words("organization.timezone")
+    ((('voice',),), ())
+    """
+    segs = [x for x in re.split(r"\s*(?:\?\.|\.)\s*", name.strip()) if x]
+    head = segs[:-2]
+    while head and head[0].lstrip("$@").lower() in ("this", "self", "props", "ctx"):
+        head = head[1:]
+    return tuple(words(h) for h in head)
 
 
 def parse_entry(text: str) -> Entry:
@@ -219,8 +235,9 @@ class Classifier:
             if not ws:
                 continue
             owner = owner_words(name)
+            ancestors = ancestor_words(name)
             for entry, rule in self.vocab:
-                if entry.matches(ws, owner):
+                if entry.matches(ws, owner, ancestors):
                     order = -self._order.get(rule.id, len(self._order)) if rule else -len(self._order) - 1
                     key = (*entry.score, order)
                     if best is None or key > best[0]:
