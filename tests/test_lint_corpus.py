@@ -5,7 +5,10 @@ wording replaced with invented text and its structure kept: where the values sit
 called, how they are built (template literals, ``fmt.Sprintf``, n8n expressions, Dify variables,
 Semantic Kernel functions, Claude Code shell snapshots). ``flag`` lists the lines a reviewer
 flags (worked out by hand: a value that varies between requests, sits in the cacheable part
-and has a long static block after it); a template with none is a clean one.
+and has a long static block after it); a template with none is a clean one. ``neutral`` (optional)
+lists lines where a finding is acceptable either way (a reviewer would not flag them, nor fault a
+finding there: a field inside a reported loop, a per-user value after the first one flagged, a
+value of debatable kind): they count neither for recall nor as off-line.
 
 The properties, per source kind and over the whole corpus: recall of the flagged lines at least
 90%; no finding at all on a clean template; at most 10% of findings on lines not flagged.
@@ -57,13 +60,14 @@ def table(es: list[dict], by_file: dict[str, list]) -> tuple[dict[str, dict], st
         fs = by_file.get(e["file"], [])
         lines = {f.span.line for f in fs}
         want = set(e["flag"])
+        ok = want | set(e.get("neutral", ()))
         r["templates"] += 1
         r["clean"] += not want
         r["clean_hit"] += bool(not want and fs)
         r["expected"] += len(want)
         r["found"] += len(want & lines)
         r["findings"] += len(fs)
-        r["off"] += sum(1 for f in fs if f.span.line not in want)
+        r["off"] += sum(1 for f in fs if f.span.line not in ok)
     total = {k: sum(r[k] for r in rows.values()) for k in next(iter(rows.values()))}
     out = [f"{'kind':<18}{'templates':>10}{'clean':>7}{'flagged':>9}{'found':>7}{'recall':>8}"
            f"{'findings':>10}{'off-line':>9}{'precision':>10}{'clean hit':>10}"]
@@ -99,7 +103,7 @@ def test_recall_precision_and_clean_per_kind(corpus_run, capsys):
     misses = [(e["file"], sorted(set(e["flag"]) - {f.span.line for f in by_file.get(e["file"], [])})) for e in es]
     misses = [m for m in misses if m[1]]
     extra = [(e["file"], f.span.line, f.code, f.match) for e in es for f in by_file.get(e["file"], [])
-             if f.span.line not in e["flag"]]
+             if f.span.line not in e["flag"] and f.span.line not in e.get("neutral", ())]
     for kind, r in rows.items():
         assert r["found"] >= 0.9 * r["expected"], (kind, misses)
         assert r["clean_hit"] == 0, (kind, extra)

@@ -76,6 +76,14 @@ class Rule:
         """The compiled regexes of option ``key`` (cached per rule)."""
         return _compiled(self.id, key, tuple(self.options.get(key) or ()))
 
+    def period_patterns(self) -> list[tuple[str, list[re.Pattern[str]]]]:
+        """``options.template_period_patterns`` compiled: per period (``month``), the regexes
+        whose match on a finding's evidence says the value changes at that rate."""
+        got = self.options.get("template_period_patterns") or {}
+        if not isinstance(got, dict):
+            raise ConfigError(f"rule {self.id}: options.template_period_patterns must map a period to regexes")
+        return [(str(k), _compiled(self.id, f"template_period_patterns.{k}", tuple(v or ()))) for k, v in got.items()]
+
     def format(self, **values: Any) -> str:
         """The message with placeholders filled (unknown placeholders stay visible; a count of
         1 takes the singular: :func:`promptcache.plurals.fill`)."""
@@ -122,6 +130,7 @@ def parse_rule(path: Path) -> Rule:
                 aliases=tuple(d.get("aliases") or ()), since=str(d.get("since", "0.1.0")), path=str(path))
     for key in ("patterns", "template_patterns", "context_patterns"):
         rule.patterns(key)  # validate regexes up front
+    rule.period_patterns()
     return rule
 
 

@@ -248,12 +248,13 @@ def _flatten(pieces: tuple[Piece, ...] | list[Piece], choice: dict[int, int], se
         if pc.slot is not None:  # the condition (or a loop's iterable) is a value of the prompt
             c = pc.slot
             out.append(Piece("slot", slot=Slot(c.span, c.source, "loop" if pc.loop else "condition", c.probes,
-                                               c.names), span=pc.span))
+                                               c.names, c.items), span=pc.span))
         alt = choice.get(id(pc), 0)
         if pc.branches:
             body = _flatten(pc.branches[min(alt, len(pc.branches) - 1)], choice, seen)
             if pc.loop:  # a loop body's values (nested loops too) vary with the items the loop slot stands for
-                body = [Piece("slot", slot=Slot(b.slot.span, b.slot.source, "in-loop", b.slot.probes, b.slot.names),
+                body = [Piece("slot", slot=Slot(b.slot.span, b.slot.source, "in-loop", b.slot.probes, b.slot.names,
+                                                b.slot.items),
                               span=b.span) if b.kind == "slot" and b.slot is not None and b.slot.kind in ("variable", "loop")
                         else b for b in body]
             out += body
@@ -431,10 +432,46 @@ def _in_context(slot: Slot, items: list[Item], k: int, classify: Classifier, own
     return None
 
 
+def self_owners(items: list[Item], classify: Classifier) -> set[str]:
+    """Objects the prompt introduces as the assistant itself: the owner of a name field written
+    as the assistant's own ("You are {{ identity.name }}", "Your name is ${persona.name}"). Their
+    fields (``identity.function``, ``identity.core_directive``) are the assistant's persona,
+    configured per deployment: stable."""
+    out: set[str] = set()
+    for k, it in enumerate(items):
+        sl = it.piece.slot
+        if it.piece.kind == "slot" and sl is not None and sl.kind == "variable" and _is_own_name(sl, items, k):
+            # an object the per-user vocabulary names (`user.*`, `customer.*`) is that person
+            out.update(o for o in (_owner(n) for n in sl.names) if o and not _is_person(o, classify))
+    return out
+
+
+def _is_person(obj: str, classify: Classifier) -> bool:
+    """Whether the per-user vocabulary's owner entries name ``obj`` (``user``, ``customer``)."""
+    got = classify.by_name([f"{obj}.x"])
+    return got is not None and got.rule is not None and got.rule.id == "user-data-before-shared" \
+        and got.entry.endswith(".*")
+
+
+#: A template filter's name (``| capitalize``, ``| join(", ")``): a function, not a value read.
+_FILTER = re.compile(r"\|\s*([A-Za-z_]\w*)")
+
+
+def _persona_field(slot: Slot, persona: set[str]) -> bool:
+    """Whether every name a value reads (its filters aside) is read from an object the prompt
+    introduces as the assistant (or from inside one: ``identity.traits.core``)."""
+    filters = set(_FILTER.findall(slot.source))
+    names = [n for n in slot.names if n not in filters]
+    return bool(names) and all(any(_owner(n) == p or _owner(n).startswith(p + ".") for p in persona) for n in names)
+
+
 def _is_own_name(slot: Slot, items: list[Item], k: int) -> bool:
     """Whether a value named ``name`` is introduced as the assistant's own ("You are called
     {name}", "Your name is {{name}}")."""
     prev = items[k - 1].piece if k > 0 and items[k - 1].part == items[k].part else None
+    nxt = items[k + 1].piece if k + 1 < len(items) and items[k + 1].part == items[k].part else None
+    if nxt is not None and nxt.kind == "static" and nxt.text.startswith(("'s", "’s")):
+        return False  # "You are {{ user.name }}'s assistant": someone else's name
     return prev is not None and prev.kind == "static" and bool(_SELF_NAME.search(prev.text[-40:])) and \
         bool(slot.names) and all(words(n)[-1:] == ("name",) for n in slot.names)
 
@@ -454,6 +491,7 @@ def _check_variant(doc: Doc, rules: Sequence[Rule], settings: Settings,
     seen_tokens = 0
     exact = True
     after = total_static
+    persona = self_owners(m.items, classify)
     for k, it in enumerate(region):
         if it.piece.kind == "static":
             seen_tokens += it.tokens
@@ -464,6 +502,13 @@ def _check_variant(doc: Doc, rules: Sequence[Rule], settings: Settings,
             continue
         slot = it.piece.slot
         assert slot is not None
+        if slot.items:
+            # a loop's item or its field (`{{ name }}` in a loop over `capabilities`) is of its
+            # iterable's kind, whatever the field is called: the loop's own slot is reported
+            # (retrieved documents, unknown data), or it is a catalogue and stable
+            continue
+        if persona and _persona_field(slot, persona):
+            continue  # a field of the object the prompt introduces as the assistant ("You are {{ identity.name }}")
         got: Match | None = classify.classify(slot)
         if got is not None and got.rule is not None and got.rule.id == "user-data-before-shared" and \
                 _is_own_name(slot, m.items, k):
@@ -503,6 +548,8 @@ def _check_variant(doc: Doc, rules: Sequence[Rule], settings: Settings,
         if got is not None:
             facts["classified_by"] = got.by
             facts["evidence"] = got.evidence
+        if rule.options.get("template_period"):
+            facts["period"] = _period(rule, got)
         out.append(finding(rule, slot.span, slot.source, facts,
                            doc=doc.name, part=part.name, token_index=seen_tokens, tokens_at_risk=after))
     rule = by_check.get("static-prefix")
@@ -521,6 +568,17 @@ def _check_variant(doc: Doc, rules: Sequence[Rule], settings: Settings,
     if target.rules.mode == "breakpoints":
         out += _breakpoint_checks(doc, m, target, by_check, classify)
     return out
+
+
+def _period(rule: Rule, got: Match | None) -> str:
+    """How often a dated value changes, for the message: the first of the rule's
+    ``template_period_patterns`` that matches the evidence that classified it (``month`` for
+    ``strftime("%B")``, ``currentMonthName``), else its ``template_period`` (``day``)."""
+    if got is not None:
+        for period, pats in rule.period_patterns():
+            if any(p.search(got.evidence) for p in pats):
+                return period
+    return str(rule.options.get("template_period"))
 
 
 def _value_name(slot: Slot, got: Match | None) -> str:

@@ -23,7 +23,7 @@ A ``template_names`` entry is a phrase of words:
 | ``session id`` | end with ``session id`` (``callerSessionId``, ``ctx.session_id``) |
 | ``=name`` | are exactly ``name`` |
 | ``user *`` | start with ``user`` (``user.location``, ``userPreferences``) |
-| ``organization.*`` | are read from an object of that name (``organization.timezone``, ``org.name``): the owner decides what the value is, whatever its last words say |
+| ``organization.*`` | are read from an object of that name (``organization.timezone``, ``org.name``, also further down: ``voice.speech_markers.frequent`` is ``voice``'s): the owner decides what the value is, whatever its last words say |
 
 Trailing words that only say how a value is formatted (``name_suffixes``: ``currentDateStr``,
 ``timestamp_iso``) are dropped before matching, and leading verbs of getters (``getCurrentDate``)
@@ -60,6 +60,11 @@ json item items value key
 """.split())
 
 
+#: Methods that iterate a mapping (Python's ``dict.items()``, ``.values()``, ``.keys()``): the
+#: value read is the mapping itself.
+_ITERATE = frozenset({"items", "values", "keys", "iteritems", "itervalues", "iterkeys"})
+
+
 def words(name: str) -> tuple[str, ...]:
     """A name split into lower-case words.
 
@@ -74,11 +79,16 @@ def names_in(expr: str) -> tuple[str, ...]:
 
     >>> names_in("formatDate(user.created_at, 'YYYY') | upper")
     ('formatDate', 'user.created_at', 'upper')
+    >>> names_in("capabilities.items()")
+    ('capabilities',)
     """
     text = _STRING.sub(" ", expr)
     out: list[str] = []
     for m in _NAME.finditer(text):
         n = re.sub(r"\s+", "", m.group(0)).replace("?.", ".").lstrip(".")
+        head, dot, last = n.rpartition(".")
+        if dot and head and last in _ITERATE and text[m.end():m.end() + 1] == "(":
+            n = head  # `capabilities.items()` iterates `capabilities`: the mapping is what is read
         if n.lower().lstrip("$@") in _KEYWORDS:
             continue
         out.append(n)
@@ -99,14 +109,16 @@ class Entry:
         """Exact beats owner beats suffix beats prefix; then longer beats shorter."""
         return ({"exact": 4, "owner": 3, "suffix": 2, "prefix": 1}[self.mode], len(self.words))
 
-    def matches(self, ws: tuple[str, ...], owner: tuple[str, ...] = ()) -> bool:
+    def matches(self, ws: tuple[str, ...], owner: tuple[str, ...] = (),
+                ancestors: tuple[tuple[str, ...], ...] = ()) -> bool:
         """Whether a name's words match (``owner``: the words of the object it is read from,
-        ``organization`` in ``organization.timezone``)."""
+        ``organization`` in ``organization.timezone``; ``ancestors``: those of the objects that
+        one is read from in turn, ``voice`` in ``voice.speech_markers.frequent``)."""
         n = len(self.words)
         if self.mode == "exact":
             return ws == self.words
         if self.mode == "owner":
-            return owner == self.words
+            return owner == self.words or self.words in ancestors
         if self.mode == "suffix":
             return len(ws) >= n and ws[-n:] == self.words
         return len(ws) > n and ws[:n] == self.words
@@ -126,6 +138,20 @@ def owner_words(name: str) -> tuple[str, ...]:
     while len(head) > 1 and head[0].lstrip("$@").lower() in ("this", "self", "props", "ctx"):
         head = head[1:]
     return words(head[-1])
+
+
+def ancestor_words(name: str) -> tuple[tuple[str, ...], ...]:
+    """The words of each object above the one a dotted name is read from:
+    ``voice.speech_markers.frequent`` → ``(("voice",),)``; ``()`` for ``a.b`` and plain names.
+
+    >>> ancestor_words("voice.speech_markers.frequent"), ancestor_words("organization.timezone")
+    ((('voice',),), ())
+    """
+    segs = [x for x in re.split(r"\s*(?:\?\.|\.)\s*", name.strip()) if x]
+    head = segs[:-2]
+    while head and head[0].lstrip("$@").lower() in ("this", "self", "props", "ctx"):
+        head = head[1:]
+    return tuple(words(h) for h in head)
 
 
 def parse_entry(text: str) -> Entry:
@@ -209,8 +235,9 @@ class Classifier:
             if not ws:
                 continue
             owner = owner_words(name)
+            ancestors = ancestor_words(name)
             for entry, rule in self.vocab:
-                if entry.matches(ws, owner):
+                if entry.matches(ws, owner, ancestors):
                     order = -self._order.get(rule.id, len(self._order)) if rule else -len(self._order) - 1
                     key = (*entry.score, order)
                     if best is None or key > best[0]:

@@ -51,6 +51,11 @@ class Slot:
             ``getCurrentDate``, ``sys.conversation_id``): variables, attribute paths and called
             functions, and the names they were assigned from. :mod:`promptcache.lint.classify`
             splits them into words and matches the rules' ``template_names``.
+        items: when the value reads nothing but a loop's items (the loop variable or its
+            fields: ``{{ name }}`` in ``{% for name, d in capabilities.items() %}``,
+            ``{{escapeXml name}}`` in ``{{#list skills}}``), the names of the loop's iterable
+            (``("capabilities",)``); else ``()``. Such a value is of its iterable's kind, not
+            of its own name's: the loop is what is reported.
     """
 
     span: Span
@@ -58,6 +63,7 @@ class Slot:
     kind: str = "variable"
     probes: tuple[str, ...] = ()
     names: tuple[str, ...] = ()
+    items: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,8 @@ Strings are interpreted (``"..."``, escapes decoded) and raw (`` `...` ``) liter
 concatenation, ``fmt.Sprintf`` (each verb is a slot for its argument, located at the
 argument), ``strings.Join([]string{...}, sep)`` and ``strings.TrimSpace``; names are followed to
 their last declaration before use, and calls of package functions to their single ``return``.
+A ``strings.Builder`` / ``bytes.Buffer`` read with ``b.String()`` holds what was written into it
+before (``b.WriteString(x)``, ``fmt.Fprintf(&b, ...)``): see :meth:`GoSource.builder_pieces`.
 """
 
 from __future__ import annotations
@@ -37,6 +39,23 @@ _MAX_DEPTH = 12
 _ROLE_CALLS = {"SystemMessage": "system", "DeveloperMessage": "system", "UserMessage": "user",
                "AssistantMessage": "assistant"}
 _TEMPLATE_CALLS = re.compile(r"(?:^|\.)(?:NewPromptTemplate|New(System|Human|AI|Generic)MessagePromptTemplate)$")
+
+
+#: The types Go code builds text in: ``strings.Builder``, ``bytes.Buffer`` (or pointers to them).
+_BUILDER_TYPE = re.compile(r"^\*?\s*(?:strings\.Builder|bytes\.Buffer)$")
+
+
+def _as_items(pieces: list[Piece], loop_vars: set[str], iterable: tuple[str, ...]) -> list[Piece]:
+    """A ``for _, t := range xs`` body's pieces with each value that reads nothing but the loop's
+    variables (``t.Name``) made an item of ``xs`` (its names ``xs``', ``items`` set)."""
+    out: list[Piece] = []
+    for p in pieces:
+        sl = p.slot
+        if sl is not None and sl.names and all(n.split(".")[0] in loop_vars for n in sl.names):
+            sl = Slot(sl.span, sl.source, sl.kind, sl.probes, iterable, iterable)
+        out.append(Piece(p.kind, p.text, sl, p.span, tuple(tuple(_as_items(list(b), loop_vars, iterable))
+                                                          for b in p.branches), p.loop))
+    return out
 
 
 def _unescape(seq: str) -> str:
@@ -65,6 +84,8 @@ class GoSource:
         self.consumed: set[int] = set()
         self.calls: list[Node] = []
         self.composites: list[Node] = []
+        # strings.Builder / bytes.Buffer variables: name → (where declared, its initial content or None)
+        self.builders: dict[str, list[tuple[int, Node | None]]] = {}
         for n in self.f.walk():
             t = n.type
             if t in ("const_spec", "var_spec"):
@@ -73,9 +94,14 @@ class GoSource:
                     self.embedded.update(self.f.src(c) for c in names)
                 values = n.child_by_field_name("value")
                 vals = [c for c in values.named_children] if values is not None else []
+                typ = n.child_by_field_name("type")
+                if t == "var_spec" and not vals and typ is not None and _BUILDER_TYPE.match(self.f.src(typ)):
+                    for nm in names:  # var b strings.Builder
+                        self.builders.setdefault(self.f.src(nm), []).append((n.start_byte, None))
                 for k, nm in enumerate(names):
                     if k < len(vals):
                         self.decls.setdefault(self.f.src(nm), []).append((n.start_byte, n, vals[k]))
+                        self._builder_decl(nm, vals[k], n)
             elif t in ("short_var_declaration", "assignment_statement"):
                 left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
                 if left is not None and right is not None:
@@ -87,6 +113,7 @@ class GoSource:
                             if op is not None and self.f.src(op) == "+=":
                                 continue
                             self.decls.setdefault(self.f.src(nm), []).append((n.start_byte, n, rs[k]))
+                            self._builder_decl(nm, rs[k], n)
             elif t in ("function_declaration", "method_declaration"):
                 name = n.child_by_field_name("name")
                 rets = self._returns(n)
@@ -116,6 +143,165 @@ class GoSource:
             elif n.type != "func_literal":
                 stack.extend(reversed(n.children))
         return rets
+
+    def _builder_decl(self, name: Node, value: Node, decl: Node) -> None:
+        """Record ``b := strings.Builder{}`` / ``&strings.Builder{}`` / ``new(strings.Builder)`` /
+        ``bytes.NewBufferString(s)`` (``s``: its initial content) as a builder."""
+        v = self._unwrap(value)
+        if v.type == "unary_expression" and v.child_by_field_name("operand") is not None:
+            v = self._unwrap(v.child_by_field_name("operand"))
+        init: Node | None = None
+        if v.type == "composite_literal":
+            typ = v.child_by_field_name("type")
+            if typ is None or not _BUILDER_TYPE.match(self.f.src(typ)):
+                return
+        elif v.type == "call_expression":
+            c, args = self.callee(v), self.args(v)
+            if c == "new" and args and _BUILDER_TYPE.match(self.f.src(args[0])):
+                pass
+            elif c == "bytes.NewBufferString" and args:
+                init = args[0]
+            else:
+                return
+        else:
+            return
+        self.builders.setdefault(self.f.src(name), []).append((decl.start_byte, init))
+
+    def _builder_of(self, call: Node) -> tuple[str, int, Node | None, Node] | None:
+        """For ``b.String()`` of a builder declared in the same function before it: (name, where
+        it is declared, its initial content, the function body); else ``None``."""
+        fn = call.child_by_field_name("function")
+        if fn is None or fn.type != "selector_expression" or self.args(call):
+            return None
+        field, operand = fn.child_by_field_name("field"), fn.child_by_field_name("operand")
+        if field is None or operand is None or self.f.src(field) != "String" or operand.type != "identifier":
+            return None
+        name = self.f.src(operand)
+        scope = self._enclosing_function(call)
+        body = scope.child_by_field_name("body") if scope is not self.f.root else None
+        if body is None:
+            return None
+        got = [d for d in self.builders.get(name, ()) if body.start_byte <= d[0] < call.start_byte]
+        if not got:
+            return None
+        return name, got[-1][0], got[-1][1], body
+
+    def _is_write(self, call: Node, name: str) -> list[Node] | None:
+        """The arguments that put text in builder ``name``: ``b.WriteString(x)`` / ``WriteByte`` /
+        ``WriteRune`` (``[x]``); ``fmt.Fprintf(&b, format, args...)`` (``[format, args...]``,
+        ``Fprint``/``Fprintln`` likewise); else ``None``."""
+        fn = call.child_by_field_name("function")
+        if fn is None:
+            return None
+        args = self.args(call)
+        if fn.type == "selector_expression":
+            operand, field = fn.child_by_field_name("operand"), fn.child_by_field_name("field")
+            if operand is not None and field is not None and operand.type == "identifier" and \
+                    self.f.src(operand) == name and self.f.src(field) in ("WriteString", "WriteByte", "WriteRune"):
+                return args[:1]
+        c = self.callee(call)
+        if c in ("fmt.Fprintf", "fmt.Fprint", "fmt.Fprintln") and len(args) >= 2 and \
+                re.sub(r"\s+", "", self.f.src(args[0])).lstrip("&") == name:
+            return args[1:]
+        return None
+
+    def builder_pieces(self, call: Node, depth: int = 0) -> list[Piece] | None:
+        """What ``b.String()`` holds: the builder's writes from its declaration to the call, in
+        order (``b.WriteString(x)``, ``fmt.Fprintf(&b, ...)``, each as its string expression's
+        pieces); writes inside ``if`` / ``switch`` are alternatives, inside ``for ... range xs``
+        a loop over ``xs`` (its variables' fields are of ``xs``' kind); a call that is given the
+        builder (``writeTools(&b, tools)``) writes text of unknown kind, a slot named by it.
+        ``None`` when ``call`` is not a builder's ``String()``."""
+        got = self._builder_of(call)
+        if got is None:
+            return None
+        name, start, init, body = got
+        stop = call.start_byte
+        me = self
+
+        def text(args: list[Node], c: str, at: Node) -> list[Piece]:
+            if c == "fmt.Fprintf":
+                return me._sprintf(args, depth + 1)
+            out: list[Piece] = []
+            for k, a in enumerate(args):
+                if k and c == "fmt.Fprintln":
+                    out.append(Piece("static", " ", span=me.f.span(at)))
+                if a.type == "rune_literal":
+                    r = me.f.src(a)[1:-1]
+                    out.append(Piece("static", _unescape(r) if r.startswith("\\") else r, span=me.f.span(a)))
+                else:
+                    out += me._text(a)
+            if c == "fmt.Fprintln":
+                out.append(Piece("static", "\n", span=me.f.span(at)))
+            return out
+
+        def writes(n: Node) -> list[Piece]:
+            """The writes in a simple statement (an expression, an assignment), in order."""
+            out: list[Piece] = []
+            stack = [n]
+            while stack:
+                x = stack.pop()
+                if x.type == "func_literal":
+                    continue
+                if x.type == "call_expression":
+                    args = me._is_write(x, name)
+                    if args is not None:
+                        out += text(args, me.callee(x), x)
+                        continue
+                    if any(re.sub(r"\s+", "", me.f.src(a)).lstrip("&") == name for a in me.args(x)) and \
+                            not me.callee(x).startswith(name + "."):
+                        out.append(me.slot(x, "block"))  # a helper that writes into the builder
+                        continue
+                stack.extend(reversed(x.named_children))
+            return out
+
+        def stmts(n: Node | None) -> list[Piece]:
+            if n is None or n.end_byte <= start or n.start_byte >= stop:
+                return []
+            t = n.type
+            if t in ("block", "statement_list", "labeled_statement"):
+                out: list[Piece] = []
+                for c in n.named_children:
+                    out += stmts(c)
+                return out
+            if t == "if_statement":
+                cons = stmts(n.child_by_field_name("consequence"))
+                alt = stmts(n.child_by_field_name("alternative"))
+                if not cons and not alt:
+                    return []
+                # the condition renders nothing: what each alternative writes is checked
+                return [Piece("branch", span=me.f.span(n), branches=(tuple(cons), tuple(alt)))]
+            if t in ("expression_switch_statement", "type_switch_statement", "select_statement"):
+                alts = []
+                for case in n.named_children:
+                    if case.type in ("expression_case", "default_case", "type_case", "communication_case"):
+                        ps: list[Piece] = []
+                        for c in case.named_children:
+                            if c.type == "statement_list":
+                                ps += stmts(c)
+                        alts.append(tuple(ps))
+                if not any(alts):
+                    return []
+                return [Piece("branch", span=me.f.span(n), branches=tuple(alts))]
+            if t == "for_statement":
+                inner = stmts(n.child_by_field_name("body"))
+                if not inner:
+                    return []
+                rc = next((c for c in n.named_children if c.type == "range_clause"), None)
+                right = rc.child_by_field_name("right") if rc is not None else None
+                head = right if right is not None else next((c for c in n.named_children if c.type != "block"), n)
+                loop = me.slot(head, "block").slot
+                left = rc.child_by_field_name("left") if rc is not None else None
+                vars_ = {me.f.src(c) for c in left.named_children} - {"_"} if left is not None else set()
+                if vars_ and loop is not None:
+                    inner = _as_items(inner, vars_, loop.names)
+                return [Piece("branch", slot=loop, span=me.f.span(n), branches=(tuple(inner), ()), loop=True)]
+            if t == "func_literal":
+                return []
+            return writes(n)
+
+        first = self.pieces(init, depth + 1) if init is not None and self.is_stringish(init, depth + 1) else []
+        return first + stmts(body)
 
     def _embedded(self, spec: Node) -> bool:
         """Whether a ``var`` has a ``//go:embed`` directive on the line above it."""
@@ -231,6 +417,8 @@ class GoSource:
             c = self.callee(node)
             if c in ("fmt.Sprintf", "strings.Join", "strings.TrimSpace"):
                 return True
+            if c.endswith(".String") and self._builder_of(node) is not None:
+                return True
             if c in self.functions:
                 return self._prompt_returns(c, depth) is not None
         return False
@@ -261,6 +449,10 @@ class GoSource:
             args = self.args(node)
             if c == "fmt.Sprintf" and args:
                 return self._sprintf(args, depth)
+            if c.endswith(".String"):
+                built = self.builder_pieces(node, depth)
+                if built is not None:
+                    return built
             if c == "strings.Join" and len(args) == 2 and self._unwrap(args[0]).type == "composite_literal":
                 sep = self.literal(args[1])
                 body = self._unwrap(args[0]).child_by_field_name("body")

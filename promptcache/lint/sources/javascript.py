@@ -49,6 +49,11 @@ _WRAPPERS = ("parenthesized_expression", "as_expression", "satisfies_expression"
              "type_assertion")
 
 
+#: How a system prompt opens ("You are Cypher, ...", "Act as ...", "Your task is ...").
+_PROMPT_OPENING = re.compile(r"\s*(?:#+[^\n]*\n\s*)?(?:you are|you're|act as|you will act|your (?:role|task|job|goal) is|"
+                             r"as an? [\w -]{0,40}(?:assistant|agent|expert|bot))\b", re.I)
+
+
 def _unescape(seq: str) -> str:
     """The text of a JavaScript escape sequence (``\\n``, ``\\u{1F600}``, ``\\x41``)."""
     body = seq[1:]
@@ -80,8 +85,15 @@ class JsSource:
         self.calls: list[Node] = []
         self.pairs: list[Node] = []
         self.json_imports: set[str] = set()  # names bound to an imported JSON module: data fixed at build time
+        self.exported: set[str] = set()  # names the module exports (ES `export`, CommonJS `module.exports`)
         for n in self.f.walk():
             t = n.type
+            if t == "export_statement":
+                self.exported.update(self._export_names(n))
+            elif t == "assignment_expression" and n.child_by_field_name("left") is not None:
+                left = re.sub(r"\s+", "", self.f.src(n.child_by_field_name("left")))
+                if left == "module.exports" or left.startswith(("exports.", "module.exports.")):
+                    self.exported.update(self._export_names(n))
             if t == "variable_declarator":
                 name, value = n.child_by_field_name("name"), n.child_by_field_name("value")
                 if name is not None and value is not None and name.type == "identifier":
@@ -117,6 +129,49 @@ class JsSource:
                             self.json_imports.add(self.f.src(c))
 
     # ----------------------------------------------------------------- names and functions
+
+    def _export_names(self, n: Node) -> set[str]:
+        """The names an ``export`` statement (or a ``module.exports = ...`` /
+        ``exports.x = ...`` assignment) exports."""
+        out: set[str] = set()
+        decl = n.child_by_field_name("declaration")
+        if decl is not None:
+            name = decl.child_by_field_name("name")
+            if name is not None:
+                out.add(self.f.src(name))
+            for d in decl.named_children:
+                if d.type == "variable_declarator" and d.child_by_field_name("name") is not None:
+                    out.add(self.f.src(d.child_by_field_name("name")))
+        value = n.child_by_field_name("value") if n.type == "export_statement" else n.child_by_field_name("right")
+        if value is not None and value.type == "identifier":
+            out.add(self.f.src(value))
+        if n.type == "assignment_expression":
+            left = re.sub(r"\s+", "", self.f.src(n.child_by_field_name("left") or n))
+            last = left.rsplit(".", 1)[-1]
+            if left != "module.exports" and last != "default":  # exports.base = ... / module.exports.base = ...
+                out.add(last)
+        for c in self.f.walk(n):
+            if c.type == "export_specifier" and c.child_by_field_name("name") is not None:
+                out.add(self.f.src(c.child_by_field_name("name")))
+            elif c.type == "shorthand_property_identifier" and n.type == "assignment_expression":
+                out.add(self.f.src(c))
+            elif c.type == "pair" and n.type == "assignment_expression" and c.parent is not None \
+                    and c.parent.parent is n and c.child_by_field_name("value") is not None \
+                    and c.child_by_field_name("value").type == "identifier":
+                out.add(self.f.src(c.child_by_field_name("value")))
+        return out
+
+    def _prose_prompt(self, node: Node) -> bool:
+        """Whether a returned template literal reads as a prompt by itself: its text opens as a
+        system prompt does ("You are ...", "Act as ...", "Your task is ..."), or it is long
+        prose (at least 80 words in 3 sentences)."""
+        node = self._unwrap(node)
+        if node.type != "template_string":
+            return False
+        text = "".join(self.f.src(c) for c in node.named_children if c.type == "string_fragment")
+        if _PROMPT_OPENING.match(text):
+            return True
+        return len(re.findall(r"[A-Za-z][A-Za-z'’-]*", text)) >= 80 and len(re.findall(r"[.!?](?:\s|$)", text)) >= 3
 
     def _returns(self, fn: Node) -> list[Node]:
         """The expressions a function returns, in source order (an arrow function's expression
@@ -772,6 +827,9 @@ class JsSource:
                     cands.append((name, rets[0], rets[0], rets[0].id))
                 else:
                     fn_cands.append((name, rets))
+            elif len(rets) == 1 and name in self.exported and self._prose_prompt(rets[0]):
+                # `export function base(models, tools) { return `You are ...` }`: the literal says it is a prompt
+                cands.append((name, rets[0], rets[0], rets[0].id))
         built = []
         for name, value, at, key in cands:
             if key in used or key in self.consumed or not self.is_stringish(value):

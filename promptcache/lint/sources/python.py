@@ -11,7 +11,8 @@ What is read (with :mod:`ast`; nothing is imported or run):
   their ``return`` expression;
 - assignments to prompt-like names (``SYSTEM_PROMPT``, ``instructions``, ``user_template``)
   not already used by an SDK call (a constant holding ``{{ }}`` or ``{% %}`` is a Jinja
-  template), and Jinja templates built with ``Template(...)`` / ``env.from_string(...)``;
+  template; a message dict ``{"role": "system", "content": f"..."}`` or a list of them is read
+  as those messages), and Jinja templates built with ``Template(...)`` / ``env.from_string(...)``;
 - LangChain prompt templates (:mod:`.langchain`).
 
 Code checks run on the expressions that flow into a prompt or a tool list (the SDK call's
@@ -736,11 +737,19 @@ class PythonSource:
             if not names:
                 continue
             scope = self.scope_of(n)
-            if not self.is_stringish(n.value, scope):
+            v = n.value
+            message = _is_message(v) or (isinstance(v, (ast.List, ast.Tuple)) and bool(v.elts)
+                                         and all(_is_message(e) for e in v.elts))
+            if not message and not self.is_stringish(v, scope):
                 continue
             nm = names[0]
             counts[nm] = counts.get(nm, 0) + 1
             name = nm if counts[nm] == 1 else f"{nm}@{n.lineno}"
+            if message:  # {"role": "system", "content": f"..."} (or a list of them): the messages' content
+                parts = self._message_parts(v, scope, nm)
+                if parts:
+                    docs.append(Doc(self.path, name, parts, self.span(n)))
+                continue
             role = "system" if re.search(r"(?i)system|instruction|persona|preamble", nm) else "template"
             jinja = isinstance(n.value, ast.Constant) and isinstance(n.value.value, str) and \
                 is_jinja_text(n.value.value)  # a Jinja template kept in a constant
@@ -942,6 +951,15 @@ def _message_role(call: ast.AST) -> str | None:
         f = call.func
         return _MESSAGE_CLASSES[f.attr if isinstance(f, ast.Attribute) else f.id]  # type: ignore[union-attr]
     return None
+
+
+def _is_message(node: ast.AST) -> bool:
+    """Whether a node is a chat message literal: a dict with a constant ``"role"`` and a
+    ``"content"`` (``{"role": "system", "content": f"..."}``)."""
+    if not isinstance(node, ast.Dict):
+        return False
+    keys = {k.value: v for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant)}
+    return "content" in keys and isinstance(keys.get("role"), ast.Constant) and isinstance(keys["role"].value, str)
 
 
 def _is_empty(node: ast.AST) -> bool:

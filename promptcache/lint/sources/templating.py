@@ -47,14 +47,37 @@ class Scan:
     error: tuple[int, str] | None = None
 
 
-def _names(expr: str, bindings: dict[str, str]) -> tuple[str, ...]:
-    """Names an expression reads, and the names its bound variables were assigned from."""
-    out = list(names_in(expr))
-    for n in list(out):
-        b = bindings.get(n.split(".")[0])
+def _names(expr: str, bindings: dict[str, str], loops: dict[str, tuple[str, ...]] | None = None) -> tuple[str, ...]:
+    """Names an expression reads, and the names its bound variables were assigned from; a loop
+    variable (``loops``: each open loop's variables, with the names of its iterable) or its field
+    stands for the iterable's names (``item.title`` in ``{% for item in faq %}`` reads ``faq``)."""
+    out: list[str] = []
+    for n in names_in(expr):
+        root = n.split(".")[0]
+        if loops and root in loops:
+            out += loops[root]
+            continue
+        out.append(n)
+        b = bindings.get(root)
         if b is not None:
             out += names_in(b)
     return tuple(dict.fromkeys(out))
+
+
+def _dotless(names: tuple[str, ...]) -> tuple[str, ...]:
+    """Names with the Go dot placeholder (``__dot__.Name``, outside a loop) read as written
+    (``Name``)."""
+    return tuple(dict.fromkeys(n[8:] if n.startswith("__dot__.") else n for n in names if n != "__dot__"))
+
+
+def _items(expr: str, loops: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """The iterable names an expression stands for when it reads nothing but loop variables and
+    their fields (``name`` or ``description.signature`` in ``{% for name, description in
+    capabilities.items() %}``: ``("capabilities",)``); ``()`` when it reads anything else."""
+    ns = names_in(expr)
+    if not loops or not ns or any(n.split(".")[0] not in loops for n in ns):
+        return ()
+    return tuple(dict.fromkeys(x for n in ns for x in loops[n.split(".")[0]]))
 
 
 class _Branches:
@@ -240,6 +263,8 @@ def scan_jinja(text: str, locate: Locator, *, keep_trailing_newline: bool = Fals
     except jinja2.TemplateSyntaxError as e:
         jinja_error = (_jinja_error_at(text, e.lineno or 1), e.message or "syntax error")
     bindings: dict[str, str] = {}
+    loops: dict[str, tuple[str, ...]] = {}  # the open loops' variables, with their iterable's names
+    saved_loops: list[dict[str, tuple[str, ...]]] = []  # per open {% for %}: the loops it shadows
     block_sets: dict[str, list[Piece]] = {}
     pending_strip = False  # the previous tag ended with '-': strip leading whitespace
     macro_depth = 0
@@ -290,7 +315,8 @@ def scan_jinja(text: str, locate: Locator, *, keep_trailing_newline: bool = Fals
                     tree.cur.extend(got)
                 else:
                     tree.cur.append(Piece("slot", slot=Slot(locate(m.start(), end, raw), raw, "variable",
-                                                            _probes(expr, bindings), _names(expr, bindings))))
+                                                            _probes(expr, bindings), _names(expr, bindings, loops),
+                                                            _items(expr, loops))))
         else:
             sm = _STMT.match(body)
             word = sm.group(1) if sm else ""
@@ -328,21 +354,26 @@ def scan_jinja(text: str, locate: Locator, *, keep_trailing_newline: bool = Fals
                 pass
             elif word == "if":
                 blocks.append(("if", m.start(), raw))
-                tree.open("if", Slot(locate(m.start(), end, raw), raw, "block", (raw, rest), _names(rest, bindings)))
+                tree.open("if", Slot(locate(m.start(), end, raw), raw, "block", (raw, rest),
+                                     _names(rest, bindings, loops), _items(rest, loops)))
             elif word == "elif":
-                tree.alternative(Slot(locate(m.start(), end, raw), raw, "block", (raw, rest), _names(rest, bindings)))
+                tree.alternative(Slot(locate(m.start(), end, raw), raw, "block", (raw, rest),
+                                      _names(rest, bindings, loops), _items(rest, loops)))
             elif word == "else" and blocks and blocks[-1][0] in ("if", "for"):
                 tree.alternative()
             elif word in ("endif", "endfor") and blocks and blocks[-1][0] == word[3:]:
                 blocks.pop()
                 tree.close()
+                if word == "endfor" and saved_loops:
+                    loops = saved_loops.pop()
             elif word == "for":
                 blocks.append(("for", m.start(), raw))
                 targets, it = _loop_targets(rest)
-                tree.open("for", Slot(locate(m.start(), end, raw), raw, "block", (raw, rest), _names(it, bindings)),
-                          loop=True)
-                for t in targets:  # the loop's variables stand for its items
-                    bindings[t] = it
+                tree.open("for", Slot(locate(m.start(), end, raw), raw, "block", (raw, rest),
+                                      _names(it, bindings, loops), _items(it, loops)), loop=True)
+                saved_loops.append(loops)
+                # the loop's variables stand for its items: of the iterable's kind
+                loops = {**loops, **{t: _names(it, bindings, loops) for t in targets}}
             elif word in ("include", "extends", "import", "from", "call", "filter", "with"):
                 # a block whose output varies
                 if word in ("call", "filter", "with"):
@@ -388,6 +419,72 @@ _IDENT = re.compile(r"[A-Za-z_@][\w.@-]*")
 #: inline after it. Other sections (``{{#if}}``, ``{{#unless}}``, ``{{^x}}``, a bare ``{{#x}}``)
 #: are conditionals: one variant per alternative.
 _LOOP_HELPERS = frozenset({"each", "with", "let", "each-in", "forEach", "times", "repeat"})
+
+
+#: One token of a Handlebars expression: a string, a ``key=`` hash argument's key, a
+#: subexpression's helper (``(formatDate``), or a path (``user.name``, ``../x``, ``@index``).
+_HBS_TOKEN = re.compile(r"""(?P<str>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')|(?P<key>[A-Za-z_][\w-]*)\s*=(?!=)"""
+                        r"""|\(\s*(?P<sub>[A-Za-z_][\w.-]*)|(?P<path>(?:\.\./)*[@A-Za-z_.][\w.@/$-]*)""")
+
+
+def _hbs_args(expr: str) -> tuple[str, ...]:
+    """The names a Handlebars helper call renders from: its arguments' paths, not the helper's
+    own name, a subexpression's helper or a hash argument's key (``escapeXml name`` →
+    ``("name",)``; ``formatDate user.created_at format="YYYY"`` → ``("user.created_at",)``);
+    the helper's name when every argument is a literal (``now "HH:mm"`` → ``("now",)``).
+    A path keeps ``../`` (it reads the enclosing scope)."""
+    paths: list[str] = []
+    first = True
+    head = ""
+    expr = re.sub(r"\bas\s*\|[^|]*\|", " ", expr)  # {{#each xs as |x|}}: block parameters name the items
+    for m in _HBS_TOKEN.finditer(expr):
+        if m.group("path") is not None:
+            p = m.group("path")
+            if first:
+                head = p
+            elif p.lstrip("./") and p.lower() not in ("as", "true", "false", "null", "undefined"):
+                paths.append(p)
+        first = False
+    if not paths and head:
+        return (head,)
+    return tuple(dict.fromkeys(paths))
+
+
+def _hbs_names(names: tuple[str, ...] | list[str],
+               scopes: list[tuple[str, str, tuple[str, ...]]]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(names, items) of what a Handlebars expression reads, given the open sections' scopes
+    (``("with", obj, ())``, ``("loop", "", iterable names)`` or ``("", "", ())``, innermost
+    last): inside a loop, a bare name, ``this`` and ``@index`` are an item of the iterable
+    (its names stand for them, and ``items`` is set when nothing else is read); inside
+    ``{{#with x}}``, a bare name is a field of x (``x.name``, and ``x``); ``../x`` reads the
+    scope above."""
+    out: list[str] = []
+    item_names: list[str] = []
+    other = False
+    for raw in names:
+        up = 0
+        n = raw
+        while n.startswith("../"):
+            up, n = up + 1, n[3:]
+        n = n.lstrip("./") if n.startswith("./") else n
+        open_scopes = [x for x in scopes if x[0]]
+        scope = open_scopes[-1 - up] if len(open_scopes) > up else ("", "", ())
+        if not n:
+            continue
+        if n.startswith("@root."):
+            out.append(n[6:])
+            other = True
+        elif scope[0] == "loop" and not (n.startswith("@") and n not in ("@index", "@key", "@first", "@last")):
+            out += scope[2]
+            item_names += scope[2]
+        elif scope[0] == "with" and not n.startswith(("this", "@", ".")):
+            out += [f"{scope[1]}.{n}", scope[1]]
+            other = True
+        else:
+            out.append(n)
+            other = True
+    names_out = tuple(dict.fromkeys(x for x in out if x))
+    return names_out, (() if other or not item_names else tuple(dict.fromkeys(item_names)))
 
 
 def scan_mustache(text: str, locate: Locator) -> Scan:
@@ -468,20 +565,28 @@ def scan_mustache(text: str, locate: Locator) -> Scan:
         elif sigil in ("#", "^"):
             words = body.split()
             name = words[0] if words else ""
-            probes = [raw, body] + [f"{{{{ {w} }}}}" for w in _IDENT.findall(" ".join(words[1:]))]
-            slot = Slot(span, raw, "block", tuple(probes), names_in(body))
             # {{#with x}} / {{#let}} render their body once, when x is set: a conditional, not a loop
             cond = sigil == "^" or name in ("if", "unless", "with", "let") or \
                 (len(words) == 1 and name not in _LOOP_HELPERS)
+            args = _hbs_args(body) if len(words) > 1 else ()
+            names, items = _hbs_names(args or names_in(body), scopes)
+            probes = [raw, body] + [f"{{{{ {w} }}}}" for w in _IDENT.findall(" ".join(words[1:]))]
+            slot = Slot(span, raw, "block", tuple(probes), names, items)
             stack.append((name, m.start(), True))
             tree.open(name, slot, loop=not cond)  # {{#each}}: a loop over the body
-            # inside {{#with x}} / {{#each x}}, a bare name is a field of x ({{name}} is x.name)
-            scopes.append(words[1] if name in ("with", "each") and len(words) > 1 else "")
+            # inside {{#with x}}, a bare name is a field of x ({{name}} is x.name); inside a loop
+            # ({{#each x}}, {{#list x}}), an item of x: of x's kind
+            if name == "with" and len(words) > 1:
+                scopes.append(("with", words[1], ()))
+            elif not cond and args:
+                scopes.append(("loop", "", names))
+            else:
+                scopes.append(("", "", ()))
         elif sigil == "else" or (sigil == "^" and not body):
             rest = body[4:].strip() if body.startswith("else") else body
             if stack and stack[-1][2]:
                 if rest.startswith("if ") or rest.startswith("unless "):
-                    tree.alternative(Slot(span, raw, "block", (raw, rest), names_in(rest)))
+                    tree.alternative(Slot(span, raw, "block", (raw, rest), *_hbs_names(_hbs_args(rest), scopes)))
                 else:
                     tree.alternative()
         else:  # variable, {{{raw}}}, {{& raw}}, {{> partial}}, helper call
@@ -490,15 +595,16 @@ def scan_mustache(text: str, locate: Locator) -> Scan:
             if len(words) > 1:
                 probes += [f"{{{{ {w} }}}}" for w in _IDENT.findall(" ".join(words[1:]))]
             partial = sigil == ">"
-            names = names_in(body)
-            scope = next((x for x in reversed(scopes) if x), "")
-            if scope:  # the names read from the object in scope, and the object's
-                names = tuple(dict.fromkeys([*(f"{scope}.{n}" if not n.startswith(("this", "@", ".")) else n
-                                               for n in names), scope]))
-                if len(words) == 1 and not body.startswith(("this", "@", ".")):
-                    probes = [f"{{{{ {scope}.{body} }}}}", f"{scope}.{body}"]
+            # a helper call's value is its arguments' ({{escapeXml name}} renders `name`); a
+            # helper called with literals only is the value itself ({{now "HH:mm"}})
+            single = (body,) if body.startswith(("this", ".", "@", "../")) else names_in(body)
+            names, items = _hbs_names(_hbs_args(body) if len(words) > 1 else single, scopes)
+            scope = next((x for x in reversed(scopes) if x[0]), ("", "", ()))
+            if scope[0] == "with" and len(words) == 1 and not body.startswith(("this", "@", ".")):
+                probes = [f"{{{{ {scope[1]}.{body} }}}}", f"{scope[1]}.{body}"]
             tree.cur.append(Piece("slot", slot=Slot(span, raw, "block" if partial else "variable",
-                                                    tuple(dict.fromkeys(probes)), () if partial else names)))
+                                                    tuple(dict.fromkeys(probes)), () if partial else names,
+                                                    () if partial else items)))
         pos = end
     if stack and out.error is None:
         name, at, _ = stack[-1]
@@ -608,10 +714,17 @@ def scan_tags(text: str, locate: Locator, dialect: str) -> Scan:
     stack: list[str] = []  # open statements: "if", "loop", "hidden"
     opened: list[tuple[int, str]] = []  # where each open statement is, and its tag
     bindings: dict[str, str] = {}
+    loops: dict[str, tuple[str, ...]] = {}  # the open loops' variables (Go: "." too), with their iterable's names
+    saved_loops: list[dict[str, tuple[str, ...]]] = []  # per open statement: the loops it shadows
     hidden = 0
     pending_strip = False
     pos = 0
     opener = _GO_OPEN if dialect == "go" else _LIQUID_OPEN
+
+    def refs(expr: str) -> str:
+        """Go: ``.Name`` (a field of the dot, an item inside ``range``) written as ``..Name``
+        so that :func:`_names` sees the dot as the loop variable it is."""
+        return re.sub(r"(?<![\w$)\]])\.(?=[A-Za-z_])", "__dot__.", expr) if dialect == "go" else expr
 
     def data(s: int, e: int, rstrip: bool) -> None:
         nonlocal pending_strip
@@ -670,7 +783,8 @@ def scan_tags(text: str, locate: Locator, dialect: str) -> Scan:
         elif (is_stmt or dialect == "go") and word in d["if"]:
             stack.append("if")
             opened.append((m.start(), raw))
-            tree.open(word, Slot(span, raw, "block", (raw, rest), _names(rest, bindings)))
+            tree.open(word, Slot(span, raw, "block", (raw, rest), _dotless(_names(refs(rest), bindings, loops)),
+                                 _items(refs(rest), loops)))
         elif (is_stmt or dialect == "go") and word in d["alt"] and stack and stack[-1] in ("if", "loop"):
             cond = rest[3:] if rest.startswith("if ") else rest
             if word in ("elsif", "when") or rest.startswith("if "):
@@ -692,13 +806,27 @@ def scan_tags(text: str, locate: Locator, dialect: str) -> Scan:
             stack.append("loop")
             opened.append((m.start(), raw))
             it = rest.split(" in ", 1)[1] if " in " in rest else rest.split(":=", 1)[-1]
-            if dialect == "liquid" and " in " in rest:  # the loop's variable stands for its items
-                bindings[rest.split(" in ", 1)[0].strip()] = it.split()[0] if it.split() else it
-            tree.open(word, Slot(span, raw, "block", (raw, rest), _names(it, bindings)), loop=True)
+            if dialect == "liquid":
+                it = it.split()[0] if it.split() else it
+            it_names = _dotless(_names(refs(it), bindings, loops))
+            tree.open(word, Slot(span, raw, "block", (raw, rest), it_names, _items(refs(it), loops)), loop=True)
+            saved_loops.append(loops)
+            # the loop's variables stand for its items, of the iterable's kind (Go: the dot and
+            # `range $i, $t := .Tools`' variables; Liquid: `for p in plugins`)
+            if dialect == "liquid" and " in " in rest:
+                targets = [rest.split(" in ", 1)[0].strip()]
+            elif dialect == "go" and word == "range":
+                targets = ["__dot__"] + [t.strip() for t in rest.split(":=", 1)[0].split(",")] if ":=" in rest \
+                    else ["__dot__"]
+            else:
+                targets = []
+            loops = {**loops, **{t: it_names for t in targets if t}}
         elif (is_stmt or dialect == "go") and word in d["end"]:
             if stack:
                 top = stack.pop()
                 opened.pop()
+                if top == "loop" and saved_loops:
+                    loops = saved_loops.pop()
                 if top == "hidden":
                     hidden = max(0, hidden - 1)
                 elif top in ("if", "loop"):
@@ -721,7 +849,8 @@ def scan_tags(text: str, locate: Locator, dialect: str) -> Scan:
             else:
                 probe_expr = expr
             tree.cur.append(Piece("slot", slot=Slot(span, raw, "variable", _probes(probe_expr, bindings) + (expr,),
-                                                    _names(expr, bindings))))
+                                                    _dotless(_names(refs(expr), bindings, loops)),
+                                                    _items(refs(expr), loops))))
         pending_strip = strip_after
         pos = end
     if stack and out.error is None:
