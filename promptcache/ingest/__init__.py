@@ -173,9 +173,16 @@ class InputStats:
             self.errors.append((line, printable(reason)))
 
     def add_usage_only(self, req: Request) -> None:
-        """Count a request that has no prompt content, and add up its reported usage."""
+        """Count a request that has no prompt content, and add up its reported usage (an
+        impossible one is counted in ``bad_usage`` instead)."""
         self.usage_only += 1
         u, t = req.usage, self.usage_only_usage
+        problem = check_usage(u) if u is not None else None
+        if problem is not None:  # a response read alone (batch results) is not checked on the way here
+            self.bad_usage += 1
+            if len(self.bad_usage_examples) < EXAMPLES:
+                self.bad_usage_examples.append((req.source.line, problem))
+            return
         if u is not None:
             self.usage_only_usage = Usage(t.input_tokens + u.input_tokens, t.output_tokens + u.output_tokens,
                                           t.cache_read_tokens + u.cache_read_tokens,

@@ -17,6 +17,7 @@ Meanings (sources, checked 2026-11-29):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -47,16 +48,29 @@ def check_usage(u: Usage) -> str | None:
     '99,999 cached + 0 written of 10 prompt tokens'
     >>> check_usage(Usage(2000, 5, 1536, 0)) is None
     True
+    >>> check_usage(Usage(int(1e300), 1))
+    'input_tokens 1e+300 is more than any model reads in a request (100,000,000)'
     """
     for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
         n = getattr(u, name)
         if n > MAX_TOKENS:
-            return f"{name} {n:,} is more than any model reads in a request"
+            return f"{name} {_count(n)} is more than any model reads in a request ({MAX_TOKENS:,})"
     if u.cache_read_tokens + u.cache_write_tokens > u.input_tokens:
         return f"{u.cache_read_tokens:,} cached + {u.cache_write_tokens:,} written of {u.input_tokens:,} prompt tokens"
     if u.cache_write_1h_tokens > u.cache_write_tokens:
         return f"{u.cache_write_1h_tokens:,} 1-hour writes of {u.cache_write_tokens:,} written tokens"
     return None
+
+
+def _count(n: int) -> str:
+    """A token count as a report prints it: with thousands separators, or in exponent form when
+    it has more digits than a line holds (``1e300`` read from a log is a 301-digit integer)."""
+    if n < 10 ** 15:
+        return f"{n:,}"
+    try:
+        return f"{float(n):.3g}"
+    except OverflowError:  # beyond any float: its order of magnitude
+        return f"about 1e{int(math.log10(n))}"
 
 
 def normalize_usage(u: Any) -> Usage | None:
