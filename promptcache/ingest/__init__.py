@@ -117,6 +117,10 @@ class InputStats:
         over_reported: requests whose reported input tokens exceed the rendered prompt by more
             than 20% (set by the pipeline after tokenizing; ``over_reported_example``:
             ``(line, reported, rendered)``).
+        counted_twice: requests whose reported input count already included their cache reads
+            and writes (Bedrock ConverseStream metadata for some models; set by the pipeline
+            after tokenizing, :func:`~.usage.counted_twice`): read as the whole prompt
+            (``counted_twice_example``: ``(line, input count, cache reads + writes, rendered)``).
     """
 
     path: str
@@ -148,6 +152,8 @@ class InputStats:
     decoding: ReadNotes = field(default_factory=ReadNotes)
     over_reported: int = 0
     over_reported_example: tuple[int, int, int] | None = None
+    counted_twice: int = 0
+    counted_twice_example: tuple[int, int, int, int] | None = None
 
     # -- the names earlier releases used -------------------------------------------------------
     @property
@@ -220,7 +226,7 @@ class InputStats:
             "missing_arrival": self.missing_arrival, "out_of_order": self.out_of_order,
             "duplicate_ids": self.duplicate_ids, "same_calls": self.same_calls,
             "same_prompts": self.same_prompts, "bad_usage": self.bad_usage, "prefix_on_server": self.prefix_on_server,
-            "over_reported": self.over_reported, "untimed": self.times.unusable, "naive_times": self.times.naive,
+            "over_reported": self.over_reported, "cache_counted_twice": self.counted_twice, "untimed": self.times.unusable, "naive_times": self.times.naive,
             "duplicate_of": self.duplicate_of,
         }
 
@@ -270,6 +276,13 @@ class InputStats:
             out.append(f"{p}: {self.over_reported:,} request(s) report more than 20% more input tokens than their "
                        f"rendered prompt (e.g. line {ln}: {rep:,} reported, {ren:,} rendered): part of the prompt is not "
                        "in the log (server-side state, tools or images the log abbreviates) or the reader is wrong")
+        if self.counted_twice and self.counted_twice_example:
+            ln, given, cache, ren = self.counted_twice_example
+            out.append(f"{p}: {self.counted_twice:,} request(s) report an input count that appears to include their "
+                       f"cache reads and writes (e.g. line {ln}: input {given:,} + cache read/write {cache:,} = "
+                       f"{given + cache:,} tokens, against a rendered prompt of {ren:,}: the input count alone is the "
+                       f"prompt): read as {given:,} prompt tokens, not summed (Bedrock documents inputTokens as the "
+                       "uncached remainder; ConverseStream metadata for some models counts the cache tokens in it)")
         if self.duplicate_ids and self.duplicate_id_example:
             rid, ln = self.duplicate_id_example
             out.append(f"{p}: {self.duplicate_ids:,} request(s) reuse the id of an earlier request with another "
