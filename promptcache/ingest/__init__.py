@@ -100,7 +100,8 @@ class InputStats:
             reorder window.
         same_calls: records that log a call another record of the run logged already (same
             id, prompt and time; counted in ``duplicates``, not passed on;
-            ``same_call_example``: ``(id, line, path, line)`` of the first and the one counted).
+            ``same_call_example``: ``(id, line, path, line)``: the id and this file's line of the
+            first such record, and where the record counted for that call is).
         duplicate_ids: requests whose id an earlier request of the run had with another prompt
             or time: audited (``duplicate_id_example``: ``(id, line)`` of the first).
         same_prompts: requests with another id but the prompt and time of a request in another
@@ -226,7 +227,8 @@ class InputStats:
             "missing_arrival": self.missing_arrival, "out_of_order": self.out_of_order,
             "duplicate_ids": self.duplicate_ids, "same_calls": self.same_calls,
             "same_prompts": self.same_prompts, "bad_usage": self.bad_usage, "prefix_on_server": self.prefix_on_server,
-            "over_reported": self.over_reported, "cache_counted_twice": self.counted_twice, "untimed": self.times.unusable, "naive_times": self.times.naive,
+            "over_reported": self.over_reported, "cache_counted_twice": self.counted_twice,
+            "untimed": self.times.unusable, "naive_times": self.times.naive,
             "duplicate_of": self.duplicate_of,
         }
 
