@@ -101,6 +101,12 @@ class Usage:
             all (a producer that omits them, e.g. a LiteLLM spend-log row without a usage
             object): reads and writes are then unknown, not 0, and the request has no
             ``reported`` scenario and no reported gap.
+        summed: ``True`` when the reader summed ``input_tokens`` from the record's uncached
+            count plus its cache reads and writes (Anthropic's and Bedrock's meaning): a
+            producer that already counted the cache tokens into its input count (Bedrock
+            ConverseStream metadata for some models) then reports them twice, which only the
+            rendered prompt's size can tell (:func:`promptcache.ingest.usage.counted_twice`).
+            Not compared: two usages with the same counts are equal.
     """
 
     input_tokens: int
@@ -109,6 +115,7 @@ class Usage:
     cache_write_tokens: int = 0
     cache_write_1h_tokens: int = 0
     cache_reported: bool = True
+    summed: bool = field(default=False, compare=False)
 
     @property
     def uncached_tokens(self) -> int:

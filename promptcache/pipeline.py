@@ -28,11 +28,12 @@ from .diagnose.redact import identifier
 from .errors import ConfigError
 from .ingest import InputStats, ReadOptions, read_inputs
 from .ingest.common import provider_for_model
+from .ingest.usage import counted_twice
 from .model import Divergence, Request
 from .pricing import OVERLAY_SOURCE, PriceBook, Rates, tokens_cost
 from .simulate import Outcome, Prompt, RequestRef, Simulator
 from .step import Step
-from .simulate.routing import Route, Router
+from .simulate.routing import FIRST_PARTY, Route, Router
 from .simulate.rules import CacheRules, ProviderFile, load_providers, provider as provider_file, stale as stale_rules
 from .prepare import CHUNK, Back, Context, Front, front_process
 from .tokenize import Tokenizer, one_thread_per_batch, resolve_tokenizer
@@ -310,8 +311,13 @@ class _Pipeline:
             return Route(self.providers["openai"])
         if req.model and got.via is None and self.router.by_model(req.model) is None \
                 and provider_for_model(req.model) is None:
-            self.warn(f"model {req.model!r} is in no provider's model list; applying {got.file.id} rules (from the "
-                      "log's format or provider field): use --cache-model vllm or sglang for a self-hosted engine")
+            pid = got.file.id
+            if pid in FIRST_PARTY:  # an API shape self-hosted servers speak too (OpenAI-compatible)
+                hint = f"use --cache-model vllm or sglang for a self-hosted engine, or --cache-model {pid} to confirm"
+            else:  # a host the log itself names (Bedrock's invocation logs, Vertex's): no self-hosted engine
+                hint = f"its rules for models it does not list apply; --cache-model {pid} confirms them"
+            self.warn(f"model {req.model!r} is in no provider's model list; applying {pid} rules (from the "
+                      f"log's format or provider field): {hint}")
         return got
 
     def provider_for(self, req: Request) -> ProviderFile:
@@ -680,6 +686,11 @@ class Pipeline:
             pipe.warn(f"{req.source.path}: records report prompt tokens but no cache fields (cache usage not "
                       "logged): no reported cache usage for them, none assumed 0")
             usage = None
+        if usage is not None and usage.summed:
+            fixed = counted_twice(usage, prompt.n_tokens)
+            if fixed is not None:  # the input count already held the cache counts: read it as the whole prompt
+                usage = fixed
+                flags = (*flags, COUNTED_TWICE)
         out = Outcome(idx, req.id, req.source.path, req.source.line, ns, pf.id, req.model, req.arrival,
                       prompt.n_tokens, cached, write, write_1h, shared, 0, div,
                       other.index if other is not None else None, reason, usage, flags,
@@ -944,6 +955,30 @@ def over_reported(outcomes: Sequence[Outcome], inputs: Sequence[InputStats]) -> 
             st.over_reported, st.over_reported_example = n, ex
 
 
+#: The outcome flag of a request whose reported input count already included its cache reads
+#: and writes (:func:`~promptcache.ingest.usage.counted_twice`): its usage was read as such.
+COUNTED_TWICE = "usage_cache_counted_twice"
+
+
+def cache_counted_twice(outcomes: Sequence[Outcome], inputs: Sequence[InputStats]) -> None:
+    """Count, per file, the requests whose reported input count was found to include their
+    cache reads and writes (flagged :data:`COUNTED_TWICE`; set on ``inputs``:
+    ``counted_twice`` and an example)."""
+    counts: dict[str, list[Any]] = {}
+    for o in outcomes:
+        if o.flags and COUNTED_TWICE in o.flags and o.usage is not None:
+            c = counts.get(o.path)
+            if c is None:
+                u = o.usage
+                counts[o.path] = [1, (o.line, u.input_tokens, u.cache_read_tokens + u.cache_write_tokens,
+                                      o.prompt_tokens)]
+            else:
+                c[0] += 1
+    for st in inputs:
+        if st.path in counts:
+            st.counted_twice, st.counted_twice_example = counts[st.path]
+
+
 def cached_outside_log(outcomes: Sequence[Outcome], candidates: Sequence[Any]) -> list[str]:
     """A warning when requests of a breakpoint provider carry no breakpoint in the logged body
     yet report cache reads (the diagnosis's ``breakpoint-outside-log`` instances): the reported
@@ -981,6 +1016,7 @@ def assemble(part: Partial, opts: AuditOptions, book: PriceBook) -> AuditResult:
     if missing:
         warnings.append(f"{missing} request(s) have no arrival time: each is audited right after the request "
                         "before it in its file, and TTLs are not evaluated for them")
+    cache_counted_twice(part.outcomes, part.inputs)
     over_reported(part.outcomes, part.inputs)
     warnings.extend(cached_outside_log(part.outcomes, part.candidates or ()))
     for st in part.inputs:  # read but not audited: usage-only requests, records that are no LLM call

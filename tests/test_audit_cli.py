@@ -180,7 +180,9 @@ def test_output_pipe_closed_mid_report_is_not_success(tmp_path, unbuffered):
     import os
 
     log = tmp_path / "big.jsonl"
-    log.write_text((SAMPLES / "support_bot.jsonl").read_text() * 4)
+    # four copies, each under its own ids: the same ids, prompts and times would be one call logged four times
+    text = (SAMPLES / "support_bot.jsonl").read_text()
+    log.write_text("".join(text.replace('"id": "chatreq-', f'"id": "copy{k}-chatreq-') for k in range(4)))
     env = {**os.environ, "PYTHONUNBUFFERED": unbuffered}
     cmd = f"{sys.executable} -m promptcache audit {log} --format csv | head -c 100 >/dev/null; exit ${{PIPESTATUS[0]}}"
     p = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, env=env)

@@ -147,8 +147,9 @@ def test_utf8_byte_order_mark_is_skipped(tmp_path, name, body, first_line):
 def test_malformed_lines_reported_and_rest_audited(tmp_log):
     path = tmp_log([CHAT, "{not json", {"model": "gpt-4o", "messages": [{"content": "no role"}]}, "[1,2]", CHAT])
     reqs, st = read(path)
-    assert st.requests == 2 and st.skipped_lines == 3
-    assert [ln for ln, _ in st.errors] == [2, 3, 4]
+    # "[1,2]" is an array of two records (as a whole-file array would be), neither an object
+    assert st.requests == 2 and st.skipped_lines == 4 and st.records == 6
+    assert [ln for ln, _ in st.errors] == [2, 3, 4, 4]
     assert "invalid JSON" in st.errors[0][1] and "role" in st.errors[1][1]
     with pytest.raises(InputError, match=r"log.jsonl:2: invalid JSON"):
         read(path, strict=True)

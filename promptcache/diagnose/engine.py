@@ -1166,7 +1166,7 @@ class Diagnoser:
         bp = self._bp
         marks = [k for k, s in enumerate(rp.segments) if s.breakpoint is not None]
         if not marks:
-            u = step.request.usage
+            u = o.usage  # as read (a double-counted input count corrected: ingest.usage.counted_twice)
             if u is not None and u.cache_read_tokens > 0 and "outside" in bp:
                 # the bill shows reads the logged body cannot: breakpoints were added after logging
                 ratio = f"{u.cache_read_tokens / u.input_tokens:.1%}" if u.input_tokens else "-"

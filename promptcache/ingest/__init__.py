@@ -29,6 +29,7 @@ from .jsonio import ReadNotes, TextLine, iter_records, local_path
 from .outcomes import Keyed, Skipped
 from .reader import Reader
 from .registry import READERS, claimants
+from .seen import SAME_CALL_SECONDS, SeenCalls
 from .usage import check_usage
 
 #: Keep at most this many bad-line messages per file (all are counted).
@@ -88,15 +89,24 @@ class InputStats:
             passed on, so not simulated; ``usage_only_usage`` sums their reported usage.
         joined: records joined to another record's request (a batch output to its input, a log
             record with a span's content, a server's "finished" line to its "received" line).
-        duplicates: records of a call already counted (a wrapper generation or span over the
-            same call as its leaf).
+        duplicates: records of a call already counted: a wrapper generation or span over the
+            same call as its leaf, or the same call logged again (``same_calls`` of them: the id,
+            prompt and time of a request counted already, e.g. by another producer's export of
+            the same traffic; :mod:`.seen`).
         skipped: records of a known producer that are no LLM request, by reason.
         skipped_lines: malformed records (``errors``: the first ``(line, reason)`` pairs).
         missing_arrival: requests without an arrival time.
         out_of_order: requests that arrived earlier than one already passed on beyond the
             reorder window.
-        duplicate_ids: requests whose id an earlier request of the run had
-            (``duplicate_id_example``: ``(id, line)`` of the first).
+        same_calls: records that log a call another record of the run logged already (same
+            id, prompt and time; counted in ``duplicates``, not passed on;
+            ``same_call_example``: ``(id, line, path, line)``: the id and this file's line of the
+            first such record, and where the record counted for that call is).
+        duplicate_ids: requests whose id an earlier request of the run had with another prompt
+            or time: audited (``duplicate_id_example``: ``(id, line)`` of the first).
+        same_prompts: requests with another id but the prompt and time of a request in another
+            file: audited, but the two files may log the same calls (``same_prompt_example``:
+            ``(line, path, line)``: this file's line and the other's).
         bad_usage: requests whose reported usage is impossible (left out of the ``reported``
             scenario; ``bad_usage_examples``: ``(line, reason)``).
         prefix_on_server: requests whose prompt continues a server-side conversation the log
@@ -108,6 +118,10 @@ class InputStats:
         over_reported: requests whose reported input tokens exceed the rendered prompt by more
             than 20% (set by the pipeline after tokenizing; ``over_reported_example``:
             ``(line, reported, rendered)``).
+        counted_twice: requests whose reported input count already included their cache reads
+            and writes (Bedrock ConverseStream metadata for some models; set by the pipeline
+            after tokenizing, :func:`~.usage.counted_twice`): read as the whole prompt
+            (``counted_twice_example``: ``(line, input count, cache reads + writes, rendered)``).
     """
 
     path: str
@@ -119,6 +133,8 @@ class InputStats:
     usage_only_usage: Usage = field(default_factory=lambda: Usage(0))
     joined: int = 0
     duplicates: int = 0
+    same_calls: int = 0
+    same_call_example: tuple[str, int, str, int] | None = None
     skipped: dict[str, int] = field(default_factory=dict)
     skipped_lines: int = 0
     errors: list[tuple[int, str]] = field(default_factory=list)
@@ -126,6 +142,8 @@ class InputStats:
     out_of_order: int = 0
     duplicate_ids: int = 0
     duplicate_id_example: tuple[str, int] | None = None
+    same_prompts: int = 0
+    same_prompt_example: tuple[int, str, int] | None = None
     bad_usage: int = 0
     bad_usage_examples: list[tuple[int, str]] = field(default_factory=list)
     prefix_on_server: int = 0
@@ -135,6 +153,8 @@ class InputStats:
     decoding: ReadNotes = field(default_factory=ReadNotes)
     over_reported: int = 0
     over_reported_example: tuple[int, int, int] | None = None
+    counted_twice: int = 0
+    counted_twice_example: tuple[int, int, int, int] | None = None
 
     # -- the names earlier releases used -------------------------------------------------------
     @property
@@ -160,9 +180,16 @@ class InputStats:
             self.errors.append((line, printable(reason)))
 
     def add_usage_only(self, req: Request) -> None:
-        """Count a request that has no prompt content, and add up its reported usage."""
+        """Count a request that has no prompt content, and add up its reported usage (an
+        impossible one is counted in ``bad_usage`` instead)."""
         self.usage_only += 1
         u, t = req.usage, self.usage_only_usage
+        problem = check_usage(u) if u is not None else None
+        if problem is not None:  # a response read alone (batch results) is not checked on the way here
+            self.bad_usage += 1
+            if len(self.bad_usage_examples) < EXAMPLES:
+                self.bad_usage_examples.append((req.source.line, problem))
+            return
         if u is not None:
             self.usage_only_usage = Usage(t.input_tokens + u.input_tokens, t.output_tokens + u.output_tokens,
                                           t.cache_read_tokens + u.cache_read_tokens,
@@ -198,8 +225,10 @@ class InputStats:
             "joined": self.joined, "duplicates": self.duplicates, "skipped": dict(self.skipped),
             "skipped_lines": self.skipped_lines, "errors": [{"line": ln, "reason": r} for ln, r in self.errors],
             "missing_arrival": self.missing_arrival, "out_of_order": self.out_of_order,
-            "duplicate_ids": self.duplicate_ids, "bad_usage": self.bad_usage, "prefix_on_server": self.prefix_on_server,
-            "over_reported": self.over_reported, "untimed": self.times.unusable, "naive_times": self.times.naive,
+            "duplicate_ids": self.duplicate_ids, "same_calls": self.same_calls,
+            "same_prompts": self.same_prompts, "bad_usage": self.bad_usage, "prefix_on_server": self.prefix_on_server,
+            "over_reported": self.over_reported, "cache_counted_twice": self.counted_twice,
+            "untimed": self.times.unusable, "naive_times": self.times.naive,
             "duplicate_of": self.duplicate_of,
         }
 
@@ -219,9 +248,16 @@ class InputStats:
         if self.skipped:
             what = ", ".join(f"{reason}: {n:,}" for reason, n in sorted(self.skipped.items()))
             out.append(f"{p}: skipped {sum(self.skipped.values()):,} record(s) that hold no LLM request to audit ({what})")
-        if self.duplicates:
-            out.append(f"{p}: {self.duplicates:,} record(s) log a call another record logs too (a wrapper generation "
+        wrappers = self.duplicates - self.same_calls
+        if wrappers:
+            out.append(f"{p}: {wrappers:,} record(s) log a call another record logs too (a wrapper generation "
                        "or span over its leaf call): counted once")
+        if self.same_calls and self.same_call_example:
+            rid, ln, first, first_ln = self.same_call_example
+            where = f"line {first_ln}" if first == p else f"{first} line {first_ln}"
+            out.append(f"{p}: {self.same_calls:,} record(s) log a call counted already: the same id, prompt and time "
+                       f"(within {SAME_CALL_SECONDS:g} s) as an earlier record (e.g. {rid!r} at line {ln}, first at "
+                       f"{where}): counted once, as duplicates")
         other = self.usage_only + sum(self.skipped.values()) + self.skipped_lines
         if self.records and other > MOSTLY * self.records:
             out.append(f"{p}: {other:,} of its {self.records:,} record(s) are no request with a prompt (usage-only, "
@@ -242,10 +278,23 @@ class InputStats:
             out.append(f"{p}: {self.over_reported:,} request(s) report more than 20% more input tokens than their "
                        f"rendered prompt (e.g. line {ln}: {rep:,} reported, {ren:,} rendered): part of the prompt is not "
                        "in the log (server-side state, tools or images the log abbreviates) or the reader is wrong")
+        if self.counted_twice and self.counted_twice_example:
+            ln, given, cache, ren = self.counted_twice_example
+            out.append(f"{p}: {self.counted_twice:,} request(s) report an input count that appears to include their "
+                       f"cache reads and writes (e.g. line {ln}: input {given:,} + cache read/write {cache:,} = "
+                       f"{given + cache:,} tokens, against a rendered prompt of {ren:,}: the input count alone is the "
+                       f"prompt): read as {given:,} prompt tokens, not summed (Bedrock documents inputTokens as the "
+                       "uncached remainder; ConverseStream metadata for some models counts the cache tokens in it)")
         if self.duplicate_ids and self.duplicate_id_example:
             rid, ln = self.duplicate_id_example
-            out.append(f"{p}: {self.duplicate_ids:,} request(s) reuse the id of an earlier request (e.g. {rid!r} "
-                       f"at line {ln}): each is audited")
+            out.append(f"{p}: {self.duplicate_ids:,} request(s) reuse the id of an earlier request with another "
+                       f"prompt or time (e.g. {rid!r} at line {ln}): each is audited")
+        if self.same_prompts and self.same_prompt_example:
+            ln, other, other_ln = self.same_prompt_example
+            out.append(f"{p}: {self.same_prompts:,} of its {self.requests:,} request(s) have the prompt and time "
+                       f"(within {SAME_CALL_SECONDS:g} s) of a request in {other} under another id (e.g. line {ln} "
+                       f"and its line {other_ln}): the two files may log the same calls; each is audited (if they "
+                       "do, audit one of them)")
         if self.out_of_order:
             out.append(f"{p}: {self.out_of_order:,} request(s) arrived more than {REORDER_WINDOW:,} requests out of "
                        "order: audited in file order there")
@@ -331,13 +380,12 @@ class _FileReader:
     """Reads one file: per-record detection, outcomes, the reorder and join window."""
 
     def __init__(self, path: str, stats: InputStats, opts: ReadOptions, responses: Responses | None,
-                 seen_ids: dict[str, tuple[str, int]] | None, collect: bool = False):
+                 collect: bool = False):
         self.path = path
         self.stats = stats
         self.opts = opts
         self.responses = responses
         self.collect = collect  # a response-only file: keyed records go to ``responses``
-        self.seen_ids = seen_ids if seen_ids is not None else {}
         self.readers: dict[str, Reader] = {}
         self.recent: list[Reader] = []  # the file's readers, most recently used first
         self.window: list[tuple[float, int, _Entry]] = []
@@ -557,24 +605,42 @@ class _FileReader:
         if t < self.last_out:
             st.out_of_order += 1
         self.last_out = max(self.last_out, t)
+        yield req
+
+
+def _count(stream: Iterator[Request], stats_of: dict[str, InputStats], seen: SeenCalls) -> Iterator[Request]:
+    """Count the requests the files pass on, each in its file's stats, in the run's arrival
+    order (so that of one call logged by two files, the one read first, or given first when
+    both log the same time, is the one counted): a request with the id, prompt and time of one
+    counted already is a duplicate and not passed on; a reused id, or another file's prompt and
+    time under another id, is counted and passed on (:class:`~.seen.SeenCalls`)."""
+    for req in stream:
+        st = stats_of[req.source.path]
+        verdict, earlier = seen.check(req, st.path)
+        if verdict == "same-call":  # the same call, logged by another record (another producer's export)
+            st.duplicates += 1
+            st.same_calls += 1
+            if st.same_call_example is None and earlier is not None:
+                st.same_call_example = (req.id, req.source.line, *earlier)
+            continue
         st.requests += 1
         if req.arrival is None:
             st.missing_arrival += 1
         if req.prefix_on_server:
             st.prefix_on_server += 1
-        prev = self.seen_ids.get(req.id)
-        if prev is None:
-            self.seen_ids[req.id] = (self.path, req.source.line)
-        else:
+        if verdict == "id-reused":
             st.duplicate_ids += 1
             if st.duplicate_id_example is None:
                 st.duplicate_id_example = (req.id, req.source.line)
+        elif verdict == "same-prompt" and earlier is not None:
+            st.same_prompts += 1
+            if st.same_prompt_example is None:
+                st.same_prompt_example = (req.source.line, earlier[0], earlier[1])
         yield req
 
 
 def read_requests(path: str | Path, stats: InputStats, opts: ReadOptions | None = None, *,
-                  responses: Responses | None = None, seen_ids: dict[str, tuple[str, int]] | None = None
-                  ) -> Iterator[Request]:
+                  responses: Responses | None = None, seen: SeenCalls | None = None) -> Iterator[Request]:
     """Stream the requests of one log file, in arrival order where the log has arrival times.
 
     A record may hold several requests (an OTLP export, a ShareGPT conversation, a Langfuse
@@ -587,7 +653,8 @@ def read_requests(path: str | Path, stats: InputStats, opts: ReadOptions | None 
         stats: filled while reading (formats, counts, bad lines).
         opts: reading options.
         responses: responses read from other files, which requests of this one may join.
-        seen_ids: ids of the run's requests so far (duplicate ids are counted).
+        seen: the calls the run has counted so far (:class:`~.seen.SeenCalls`): a request with
+            the id, prompt and time of one of them is a duplicate; a reused id is counted.
 
     Raises:
         InputError: when the file cannot be opened, or on the first bad record with ``strict``.
@@ -596,7 +663,9 @@ def read_requests(path: str | Path, stats: InputStats, opts: ReadOptions | None 
     opts = opts or ReadOptions()
     if opts.input_format and opts.input_format not in PARSERS:
         raise ConfigError(f"unknown input format {opts.input_format!r}; available: {', '.join(available_formats())}")
-    yield from _FileReader(str(path), stats, opts, responses, seen_ids).run()
+    path = str(path)
+    yield from _count(_FileReader(path, stats, opts, responses).run(), {path: stats},
+                      seen if seen is not None else SeenCalls())
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -630,7 +699,10 @@ def read_inputs(paths: Sequence[str | Path], stats: Sequence[InputStats], opts: 
                 ) -> Iterator[Request]:
     """Stream the requests of a run's input files, merged in arrival order.
 
-    The same file given twice is read once (the second's stats say ``duplicate_of``).
+    The same file given twice is read once (the second's stats say ``duplicate_of``). A call
+    two files both log (two producers' exports of the same traffic: the same id, prompt and
+    time) is counted once, the later record as a duplicate; the same prompt and time under
+    another id is counted in ``same_prompts`` and said (:mod:`.seen`).
     Response-only files (batch outputs and results) are read first, so that the requests of
     the other files join them by key (``custom_id``); a response no request joined counts as a
     usage-only record of its file.
@@ -654,16 +726,16 @@ def read_inputs(paths: Sequence[str | Path], stats: Sequence[InputStats], opts: 
     if "-" in sp:
         local_path("-")  # read standard input once, before anything forks
     responses = Responses()
-    seen_ids: dict[str, tuple[str, int]] = {}
+    seen = SeenCalls(by_prompt=len(unique) > 1)
     streams = []
     first = [i for i in unique if _responses_only(sp[i], opts)]
     for i in first:
-        for _ in _FileReader(sp[i], stats[i], opts, responses, seen_ids, collect=True).run():
+        for _ in _FileReader(sp[i], stats[i], opts, responses, collect=True).run():
             pass
     for i in unique:
         if i not in first:
-            streams.append(read_requests(sp[i], stats[i], opts, responses=responses, seen_ids=seen_ids))
-    yield from merge_by_arrival(streams)
+            streams.append(_FileReader(sp[i], stats[i], opts, responses).run())
+    yield from _count(merge_by_arrival(streams), {sp[i]: stats[i] for i in unique}, seen)
     responses.finish()
     if not any(st.readable for st in stats):
         raise InputError("no record in any input is one a log format recognises: "

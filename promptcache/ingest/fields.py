@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time as _time
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from collections.abc import Mapping
@@ -43,7 +44,11 @@ class TimeNotes:
     Attributes:
         naive: times without a zone; ``naive_example``: ``(line, value)`` of the first.
         unusable: times left out; ``unusable_examples``: the first ``(line, reason)`` pairs.
-        negative / future: times before 1970 / more than a year past the reading machine's clock.
+        negative / future: times before 1970 / more than a year past the reading machine's clock
+            (``future_example``: ``(line, seconds)``). Such a time is no arrival any log of real
+            traffic can have (a clock reset, a placeholder date): its request is left untimed,
+            so that it drives no TTL expiry, no idle gap and no "rules checked N days before
+            the newest request"; it is counted here, apart from ``unusable``.
     """
 
     EXAMPLES = 5
@@ -67,13 +72,17 @@ class TimeNotes:
         if len(self.unusable_examples) < self.EXAMPLES:
             self.unusable_examples.append((self.line, reason))
 
-    def got(self, seconds: float) -> None:
+    def got(self, seconds: float) -> bool:
+        """Count a time before 1970 or more than a year ahead; whether it is usable (neither)."""
         if seconds < 0:
             self.negative += 1
-        elif seconds > self._now + FUTURE_SLACK:
+            return False
+        if seconds > self._now + FUTURE_SLACK:
             self.future += 1
             if self.future_example is None:
                 self.future_example = (self.line, seconds)
+            return False
+        return True
 
     def notes(self, path: str) -> list[str]:
         """One-line warnings about this file's times (empty when all were fine)."""
@@ -88,12 +97,14 @@ class TimeNotes:
         if self.yearless:
             out.append(f"{path}: {self.yearless:,} time(s) carry no year (vLLM's logger): the year is the log file's "
                        "modification year, a guess")
+        untimed = ("left untimed: each is audited right after the request before it in its file, and no "
+                   "TTL is evaluated for it")
         if self.negative:
-            out.append(f"{path}: {self.negative:,} time(s) are before 1970 (negative epoch seconds)")
+            out.append(f"{path}: {self.negative:,} time(s) are before 1970 (negative epoch seconds): {untimed}")
         if self.future:
             ln, v = self.future_example or (0, 0.0)
             out.append(f"{path}: {self.future:,} time(s) lie more than a year in the future (e.g. line {ln}: "
-                       f"{v:.0f} epoch seconds)")
+                       f"{v:.0f} epoch seconds): {untimed}")
         return out
 
 
@@ -111,9 +122,15 @@ def _epoch(v: float) -> float | None:
         v /= 1e3
     if not MIN_SECONDS <= v <= MAX_SECONDS:
         return _problem(f"time out of any calendar's range: {v:.6g}")
-    if NOTES is not None:
-        NOTES.got(v)
+    if v < 0 or v > _now() + FUTURE_SLACK:  # no real arrival (counted when NOTES is set): untimed
+        if NOTES is not None:
+            NOTES.got(v)
+        return None
     return v
+
+
+def _now() -> float:
+    return NOTES._now if NOTES is not None else _time.time()
 
 
 def _problem(reason: str) -> None:
@@ -129,7 +146,9 @@ def parse_time(value: Any) -> float | None:
     strings (``2026-11-29T10:00:00Z``, with or without zone, ``T`` or a space; naive times are
     UTC and counted), ``... UTC`` (BigQuery) and RFC 2822 strings. A value that is no time
     (``"yesterday"``, ``NaN``, ``1e300``, an object) gives ``None``: the request stays untimed
-    and the reason is counted in :data:`NOTES` with its line.
+    and the reason is counted in :data:`NOTES` with its line. A time before 1970 or more than a
+    year past the reading machine's clock is no arrival either (``None``; counted apart, see
+    :class:`TimeNotes`).
 
     >>> parse_time("2026-01-01T00:00:01Z")
     1767225601.0

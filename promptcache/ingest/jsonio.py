@@ -11,6 +11,12 @@ What a file holds is told from its content, not its name:
   vLLM, Ollama); pretty-printed objects written one after another (a JSON object per record,
   as the OpenTelemetry console exporter prints spans) are read as such.
 
+A JSON array where a record is expected (a JSONL line holding ``[{...}, {...}]``, as gateway
+dumps that batch records write; an array among concatenated objects) holds one record per
+item, as a whole-file array does; each item keeps the line the array starts on (an empty one is
+a :class:`~promptcache.errors.BadRecord`: a record that holds none). Nothing after a whole-file array's closing ``]`` is dropped: what follows is
+read as further values.
+
 A line that starts like JSON but does not decode becomes a :class:`~promptcache.errors.BadRecord`
 in the stream (the caller counts and reports it); the rest of the file is still read. A lone
 surrogate escape (``"\\ud800"``) or bytes that are not UTF-8 are decoded as Python's ``json``
@@ -218,6 +224,9 @@ def iter_records(path: str | Path, reuse_history: bool = False, notes: ReadNotes
         first = _first_char(fh)
         head = fh.peek(65536)  # type: ignore[attr-defined]
         first_line = head.split(b"\n", 1)[0]
+        if first == b"[" and b"\n" in head and _is_array(first_line):
+            yield from _iter_lines(fh, reuse_history, notes)  # JSON lines, the first one an array of records
+            return
         if first == b"[":
             data = fh.read()
             items = _iter_array(data, notes)
@@ -239,13 +248,34 @@ def iter_records(path: str | Path, reuse_history: bool = False, notes: ReadNotes
         fh.close()
 
 
+def _is_array(line: bytes) -> bool:
+    """Whether one line is a whole JSON array (not the first line of a pretty-printed one, nor
+    a ``[GIN]`` text line)."""
+    try:
+        return isinstance(orjson.loads(line), list)
+    except orjson.JSONDecodeError:
+        return False
+
+
+def _items(lineno: int, obj: Any) -> Iterator[Record]:
+    """A decoded value as records: an array's items (each a record of the array's line), else
+    the value itself."""
+    if isinstance(obj, list):
+        if not obj:
+            yield lineno, BadRecord("an empty JSON array: no record in it")
+        for item in obj:
+            yield lineno, item
+    else:
+        yield lineno, obj
+
+
 def _iter_lines(fh: Any, reuse_history: bool, notes: ReadNotes) -> Iterator[Record]:
     loads = ResentLines().loads if reuse_history else orjson.loads
     for lineno, line in enumerate(fh, 1):
         if len(line) < 3 and not line.strip():  # blank (copying every long line to strip it costs)
             continue
         try:
-            yield lineno, loads(line)
+            rec = loads(line)
         except orjson.JSONDecodeError as e:
             stripped = line.strip()
             if not stripped:
@@ -257,7 +287,12 @@ def _iter_lines(fh: Any, reuse_history: bool, notes: ReadNotes) -> Iterator[Reco
                 # pretty-printed objects, one after another (or a single one), not JSONL
                 yield from _iter_concatenated(stripped + b"\n" + fh.read(), notes)
                 return
-            yield lineno, _fallback(line, e, lineno, notes)
+            yield from _items(lineno, _fallback(line, e, lineno, notes))
+            continue
+        if type(rec) is list:  # a line holding an array of records
+            yield from _items(lineno, rec)
+        else:
+            yield lineno, rec
 
 
 def _fallback(line: bytes, err: Exception, lineno: int, notes: ReadNotes) -> Any:
@@ -316,12 +351,17 @@ def _decode_text(data: bytes, notes: ReadNotes) -> str:
 
 
 def _iter_concatenated(data: bytes, notes: ReadNotes) -> Iterator[Record]:
-    """JSON values written one after another (whitespace between), each with its first line."""
+    """JSON values written one after another (whitespace between), each with its first line
+    (an array's items each with the array's first line)."""
     text = _decode_text(data, notes)
-    fix = _no_surrogates if _SURROGATE_ESCAPE.search(text) else (lambda x: x)
+    yield from _values(text, 0, 1, _no_surrogates if _SURROGATE_ESCAPE.search(text) else (lambda x: x))
+
+
+def _values(text: str, p: int, line: int, fix: Any) -> Iterator[Record]:
+    """The JSON values of ``text`` from offset ``p`` (on line ``line``) on, as records."""
     dec = json.JSONDecoder()
     n = len(text)
-    p, line, pos = 0, 1, 0
+    pos = p
     while True:
         while p < n and text[p] in " \t\r\n":
             p += 1
@@ -337,7 +377,7 @@ def _iter_concatenated(data: bytes, notes: ReadNotes) -> Iterator[Record]:
         except RecursionError:
             yield line, BadRecord("invalid JSON: nested too deep")
             return
-        yield line, fix(obj)
+        yield from _items(line, fix(obj))
         p = end
 
 
@@ -402,3 +442,6 @@ def _iter_array(data: bytes, notes: ReadNotes) -> Iterator[Record]:
         elif p < n and text[p] != "]":
             yield line_at(p), BadRecord("expected ',' or ']' in JSON array")
             return
+    p = skip_ws(p + 1)  # past ']'
+    if p < n:  # more after the array (JSON lines whose first line is an array): nothing is dropped
+        yield from _values(text, p, line_at(p), fix)

@@ -17,6 +17,7 @@ Meanings (sources, checked 2026-11-29):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -47,16 +48,73 @@ def check_usage(u: Usage) -> str | None:
     '99,999 cached + 0 written of 10 prompt tokens'
     >>> check_usage(Usage(2000, 5, 1536, 0)) is None
     True
+    >>> check_usage(Usage(int(1e300), 1))
+    'input_tokens 1e+300 is more than any model reads in a request (100,000,000)'
     """
     for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
         n = getattr(u, name)
         if n > MAX_TOKENS:
-            return f"{name} {n:,} is more than any model reads in a request"
+            return f"{name} {_count(n)} is more than any model reads in a request ({MAX_TOKENS:,})"
     if u.cache_read_tokens + u.cache_write_tokens > u.input_tokens:
         return f"{u.cache_read_tokens:,} cached + {u.cache_write_tokens:,} written of {u.input_tokens:,} prompt tokens"
     if u.cache_write_1h_tokens > u.cache_write_tokens:
         return f"{u.cache_write_1h_tokens:,} 1-hour writes of {u.cache_write_tokens:,} written tokens"
     return None
+
+
+#: How far a reported count may stand from the rendered prompt's token count and still be taken
+#: for it: the rendered count comes from promptcache's tokenizer (approximate for providers that
+#: publish none) and chat-template framing, so a few percent either way, plus a constant for the
+#: framing of short prompts.
+TOKENIZER_TOLERANCE = 0.10
+TOKENIZER_SLACK = 16
+
+
+def counted_twice(u: Usage, rendered: int) -> Usage | None:
+    """The usage read right when the record's input count already includes its cache reads and
+    writes, or ``None``.
+
+    Anthropic and Bedrock document the input count as the uncached remainder: the prompt is
+    ``inputTokens + cacheReadInputTokens + cacheWriteInputTokens`` ("When prompt caching is
+    enabled, the inputTokens field represents only the non-cached input tokens",
+    https://docs.aws.amazon.com/bedrock/latest/userguide/prompt-caching.html, checked 2026-12-01),
+    and the reader sums them (``u.summed``). Some producers put the whole prompt in the input
+    count anyway: Bedrock ConverseStream metadata for OpenAI models (measured on openai.gpt-5.6:
+    ``inputTokens`` 4,995 with ``cacheWriteInputTokens`` 4,993, where the non-streaming call
+    reported 2; maximhq/bifrost PR #6942, 2026-09-07), and gateways that fold the cache counts
+    into the input count (maximhq/bifrost #4746). The sum then counts the cache tokens twice.
+
+    Told by the rendered prompt (``rendered`` tokens): the input count alone is the prompt
+    (within :data:`TOKENIZER_TOLERANCE`), while the sum is not, and the input count holds at
+    least the cache counts. When the cache counts are too small for the two readings to differ
+    beyond the tolerance, nothing is changed.
+
+    >>> counted_twice(Usage(10_076, 4, 0, 5_037, summed=True), 5_085)
+    Usage(input_tokens=5039, output_tokens=4, cache_read_tokens=0, cache_write_tokens=5037, \
+cache_write_1h_tokens=0, cache_reported=True, summed=False)
+    >>> counted_twice(Usage(5_039, 4, 5_000, 0, summed=True), 5_085) is None  # read as documented
+    True
+    """
+    cache = u.cache_read_tokens + u.cache_write_tokens
+    if not u.summed or cache == 0 or rendered <= 0:
+        return None
+    given = u.input_tokens - cache  # the record's own input count
+    tol = TOKENIZER_TOLERANCE * rendered + TOKENIZER_SLACK
+    if given < cache or abs(given - rendered) > tol or abs(u.input_tokens - rendered) <= tol:
+        return None
+    return Usage(given, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens, u.cache_write_1h_tokens,
+                 u.cache_reported)
+
+
+def _count(n: int) -> str:
+    """A token count as a report prints it: with thousands separators, or in exponent form when
+    it has more digits than a line holds (``1e300`` read from a log is a 301-digit integer)."""
+    if n < 10 ** 15:
+        return f"{n:,}"
+    try:
+        return f"{float(n):.3g}"
+    except OverflowError:  # beyond any float: its order of magnitude
+        return f"about 1e{int(math.log10(n))}"
 
 
 def normalize_usage(u: Any) -> Usage | None:
@@ -77,12 +135,12 @@ def normalize_usage(u: Any) -> Usage | None:
         cc = g("cache_creation")
         w1h = _int(cc.get("ephemeral_1h_input_tokens"), "ephemeral_1h_input_tokens") if isinstance(cc, MAPPING) else 0
         rest = _int(g("input_tokens"), "input_tokens")
-        return Usage(rest + read + write, _int(g("output_tokens"), "output_tokens"), read, write, w1h)
+        return Usage(rest + read + write, _int(g("output_tokens"), "output_tokens"), read, write, w1h, summed=True)
     if "cacheReadInputTokens" in u or "cacheWriteInputTokens" in u:
         read = _int(g("cacheReadInputTokens"), "cacheReadInputTokens")
         write = _int(g("cacheWriteInputTokens"), "cacheWriteInputTokens")
         rest = _int(g("inputTokens"), "inputTokens")
-        return Usage(rest + read + write, _int(g("outputTokens"), "outputTokens"), read, write)
+        return Usage(rest + read + write, _int(g("outputTokens"), "outputTokens"), read, write, summed=True)
     # DeepSeek.
     if "prompt_cache_hit_tokens" in u or "prompt_cache_miss_tokens" in u:
         hit = _int(g("prompt_cache_hit_tokens"), "prompt_cache_hit_tokens")
@@ -374,7 +432,7 @@ def uncached_plus(rest: Any, read: Any, write: Any, output: Any, what: str) -> U
     if r0 is None and r1 is None and r2 is None:
         return None
     r1, r2 = r1 or 0, r2 or 0
-    return Usage((r0 or 0) + r1 + r2, count(output, f"{what} output") or 0, r1, r2)
+    return Usage((r0 or 0) + r1 + r2, count(output, f"{what} output") or 0, r1, r2, summed=True)
 
 
 def total_with(total: Any, read: Any, write: Any, output: Any, what: str) -> Usage | None:
