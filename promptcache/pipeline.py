@@ -259,6 +259,7 @@ class _Pipeline:
         self.rules: dict[tuple[str, str | None, str | None], CacheRules] = {}
         self.ns_rules: dict[str, CacheRules] = {}
         self.ns_labels: dict[str, str] = {}
+        self._route_last: tuple[Request, Route] | None = None  # route_for's last request and answer
         self.shown_ids: dict[tuple[str, str], str] = {}  # (identifier, value) -> how labels show it
         self.shown_owner: dict[str, tuple[str, str]] = {}  # shown form -> (identifier, value)
         self.ideal_tokenizers: dict[str, str] = {}  # model -> the tokenizer of its first ideal cache
@@ -294,7 +295,16 @@ class _Pipeline:
 
     def route_for(self, req: Request) -> Route:
         """The rules a request gets (:mod:`promptcache.simulate.routing`): ``--cache-model``,
-        else its model name, the provider the log names, or the upstream behind a router."""
+        else its model name, the provider the log names, or the upstream behind a router.
+        (Asked several times per request in a row: the last answer is kept.)"""
+        last = self._route_last
+        if last is not None and last[0] is req:
+            return last[1]
+        got = self._route(req)
+        self._route_last = (req, got)
+        return got
+
+    def _route(self, req: Request) -> Route:
         if self.opts.cache_model:
             return Route(self.providers[self.opts.cache_model])
         upstream = req.response.upstream if req.response is not None else None

@@ -175,19 +175,37 @@ def _same_conversation(head_a: tuple[str, ...], head_b: tuple[str, ...]) -> bool
     return head_a[0] == head_b[0] or head_a[0] in head_b or head_b[0] in head_a
 
 
-def _conversation(q: Request) -> list[tuple[int, str | None, str, str]]:
-    """The conversation of a request, message by message: ``(message index, role, text, path
-    of its first part)``; system and developer messages are not conversation."""
-    out: list[tuple[int, str | None, str, str]] = []
+#: The conversations of the requests compared last (a request is compared as the newer one,
+#: then as the predecessor of the next): ``id(request) -> (request, conversation)``.
+_CONVERSATIONS: dict[int, tuple[Request, list[tuple[int, str | None, tuple[str, ...], str]]]] = {}
+
+
+def _conversation(q: Request) -> list[tuple[int, str | None, tuple[str, ...], str]]:
+    """The conversation of a request, message by message: ``(message index, role, texts of
+    its parts, path of its first part)``; system and developer messages are not conversation.
+    Two messages are the same when their roles and texts are (the texts are compared, never
+    joined: :func:`_text` joins one where it is shown)."""
+    got = _CONVERSATIONS.get(id(q))
+    if got is not None and got[0] is q:
+        return got[1]
+    out: list[tuple[int, str | None, tuple[str, ...], str]] = []
     for x in q.parts:
         if x.message is None or x.role in ("system", "developer"):
             continue
         if out and out[-1][0] == x.message:
             m = out[-1]
-            out[-1] = (m[0], m[1], m[2] + "\x00" + x.text, m[3])
+            out[-1] = (m[0], m[1], m[2] + (x.text,), m[3])
         else:
-            out.append((x.message, x.role, x.text, x.path))
+            out.append((x.message, x.role, (x.text,), x.path))
+    if len(_CONVERSATIONS) >= 16:
+        _CONVERSATIONS.clear()
+    _CONVERSATIONS[id(q)] = (q, out)
     return out
+
+
+def _text(message: tuple[int, str | None, tuple[str, ...], str]) -> str:
+    """A :func:`_conversation` message's text: its parts' texts joined by NUL."""
+    return "\x00".join(message[2])
 
 
 def _drift_kind(returned: str, replayed: str) -> str:
@@ -793,7 +811,7 @@ class Diagnoser:
             gained, cost = self._report_lost(step, pair, lost)
             self._add(step, rules["history-insert"], ("insert",), segment=cr[k][3], char=None, token=pair.d,
                       evidence={"inserted_at_message": cr[k][0], "stable_messages_after": len(cp) - k,
-                                "inserted": Excerpt.around(cr[k][2], 0, min(len(cr[k][2]), 40), 0)}, lost=gained, cost=cost)
+                                "inserted": Excerpt.around(_text(cr[k]), 0, min(len(_text(cr[k])), 40), 0)}, lost=gained, cost=cost)
             return True
         if "history-rewrite" in rules and len(cr) >= len(cp) and k + 1 < len(cp) \
                 and [x[1:3] for x in cr[k + 1:len(cp)]] == [y[1:3] for y in cp[k + 1:]] and cr[k][1] == cp[k][1]:
@@ -801,8 +819,8 @@ class Diagnoser:
             lost = max(0, pair.pp.n_tokens - pair.d)
             gained, cost = self._report_lost(step, pair, lost)
             self._add(step, rules["history-rewrite"], ("rewrite",), segment=cr[k][3], char=None, token=pair.d,
-                      evidence={"message": cr[k][0], "role": cr[k][1], "chars_before": len(cp[k][2]),
-                                "chars_after": len(cr[k][2])}, lost=gained, cost=cost)
+                      evidence={"message": cr[k][0], "role": cr[k][1], "chars_before": len(_text(cp[k])),
+                                "chars_after": len(_text(cr[k]))}, lost=gained, cost=cost)
             return True
         return False
 
@@ -823,17 +841,18 @@ class Diagnoser:
         if len(cr) <= k or cr[k][1] != "assistant" or [x[1:3] for x in cr[:k]] != [y[1:3] for y in cp]:
             return
         returned = "\x00".join(x.text for x in resp.parts)
-        if cr[k][2] == returned:
+        replayed = _text(cr[k])
+        if replayed == returned:
             return
-        f = _first_difference(cr[k][2], returned)
+        f = _first_difference(replayed, returned)
         lost = len(step.context.memo.encode([returned[f:].replace("\x00", "")])[0]) // 4  # uint32 token bytes
         if lost <= 0:
             return
         self._add(step, rule, ("replay",), segment=cr[k][3], char=f, token=None,
                   evidence=Evidence({"returned": Excerpt.around(returned.replace("\x00", "⏎"), f, f + 1),
-                                     "replayed": Excerpt.around(cr[k][2].replace("\x00", "⏎"), f, f + 1),
-                                     "kind": _drift_kind(returned, cr[k][2])}, self.show),
-                  lost=lost, cost=self._value(step, lost), kind=_drift_kind(returned, cr[k][2]))
+                                     "replayed": Excerpt.around(replayed.replace("\x00", "⏎"), f, f + 1),
+                                     "kind": _drift_kind(returned, replayed)}, self.show),
+                  lost=lost, cost=self._value(step, lost), kind=_drift_kind(returned, replayed))
 
     def _texts(self, pair: Pair, part_r: Part, part_p: Part) -> Evidence:
         c = pair.c or 0
@@ -986,7 +1005,7 @@ class Diagnoser:
         shared = 0
         for _ in range(skips):
             if pos_r >= stop:  # in what the request adds: shared only while both agree
-                return shared + common_prefix(ru, pu[pos_p * 4:], 4, pos_r * 4)
+                return shared + common_prefix(ru, pu, 4, pos_r * 4, pos_p * 4)
             # the first k-gram of r's next ``window`` tokens that p's next ``window`` tokens
             # hold, at the first place p holds it
             lo_p = pos_p * 4
@@ -1004,7 +1023,7 @@ class Diagnoser:
                     break
             if hit is None:
                 break
-            run = common_prefix(ru, pu[(pos_p + hit[1]) * 4:], 4, (pos_r + hit[0]) * 4)
+            run = common_prefix(ru, pu, 4, (pos_r + hit[0]) * 4, (pos_p + hit[1]) * 4)
             shared += hit[1] + run  # with p's value in r, its tokens are shared too (counted as p's)
             pos_r += hit[0] + run
             pos_p += hit[1] + run
@@ -1383,7 +1402,7 @@ class Diagnoser:
         if not pp.segments:
             return False
         end = pp.seg_ends[-2] if len(pp.segments) >= 2 and pp.segments[-1].kind == "frame" else pp.seg_ends[-1]
-        return end > 0 and common_prefix(step.prompt.units[:end * 4], pp.units[:end * 4]) >= end
+        return end > 0 and common_prefix(step.prompt.units, pp.units) >= end
 
     def _best_effort(self, step: Step) -> tuple[Rule, tuple[Any, ...], dict[str, Any], dict[str, Any]] | None:
         """The documented best-effort implicit cache (``check: best-effort``; ``options.providers``

@@ -408,7 +408,11 @@ SDK_OPTION_KEYS = ("providerOptions", "providerMetadata", "experimental_provider
 def sdk_cache_control(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The AI SDK cache control of a message or content part (:data:`SDK_OPTION_KEYS`) as an
     Anthropic ``cache_control`` object (``{"type": "ephemeral", "ttl": ...}``; a Bedrock
-    ``cachePoint`` as ``{"type": "ephemeral"}``), or ``None`` when it has none."""
+    ``cachePoint`` as ``{"type": "ephemeral"}``), or ``None`` when it has none. (Asked of every
+    message and part: a dict without any of the keys returns at once.)"""
+    if type(obj) is dict and "providerOptions" not in obj and "providerMetadata" not in obj \
+            and "experimental_providerMetadata" not in obj:  # SDK_OPTION_KEYS
+        return None
     for key in SDK_OPTION_KEYS:
         po = obj.get(key)
         if not isinstance(po, MAPPING):
