@@ -304,3 +304,31 @@ def test_gzip_without_its_trailer_reads_every_record_and_warns(tmp_path):
     assert any("truncated" in n and "up to line 5," in n for n in st.notes()), st.notes()
     with pytest.raises(InputError, match="truncated"):
         list(read_inputs([p], [InputStats(str(p))], ReadOptions(strict=True)))
+
+
+def test_otel_spans_without_cache_attributes_report_no_cache_usage(tmp_path):
+    """OpenTelemetry GenAI spans (tests/data/formats/otel_genai_semconv_otlp.jsonl, the OTLP JSON
+    of opentelemetry-instrumentation-openai-v2): the cache counts are optional ("Recommended")
+    attributes. With them stripped, the spans say nothing of the cache: no reported scenario and
+    no reported-gap rows (before, each read as 0 cached, and the simulation's reads were billed
+    as a reported gap). As exported, every chat span reports its reads."""
+    src = Path(__file__).parent / "data" / "formats" / "otel_genai_semconv_otlp.jsonl"
+    res = audit([str(src)], AuditOptions())
+    chats = len(res.outcomes)
+    assert chats > 0 and res.scenarios["reported"].requests == chats
+    lines = []
+    for ln in src.read_text(encoding="utf-8").splitlines():
+        rec = json.loads(ln)
+        for rs in rec["resourceSpans"]:
+            for ss in rs["scopeSpans"]:
+                for sp in ss["spans"]:
+                    sp["attributes"] = [a for a in sp["attributes"] if "cache" not in a["key"]]
+        lines.append(rec)
+    stripped = write_jsonl(tmp_path / "otel.jsonl", lines)
+    assert "cache" not in stripped.read_text(encoding="utf-8")
+    res = audit([str(stripped)], AuditOptions())
+    assert len(res.outcomes) == chats
+    assert all(o.usage is None for o in res.outcomes)
+    assert res.scenarios["reported"].requests == 0
+    assert not [r for r in res.accounting.rows if r.gap == "reported"]
+    assert any("no cache fields (cache usage not logged)" in w for w in res.warnings)

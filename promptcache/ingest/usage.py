@@ -401,7 +401,8 @@ def otel_usage(attrs: Mapping[str, Any]) -> Usage | None:
     """Usage of an OpenTelemetry GenAI span from its attributes (current and legacy names,
     :data:`OTEL_INPUT` ...). The conventions say ``gen_ai.usage.input_tokens`` "SHOULD include
     all types of input tokens, including cached tokens", so it is read with
-    :func:`including_cache`. ``None`` when the span reports no input count and no cache count.
+    :func:`including_cache`. ``None`` when the span reports no input count and no cache count;
+    ``cache_reported=False`` when it reports an input count and neither cache count.
 
     Raises:
         BadRecord: when a count is negative or not a number.
@@ -416,8 +417,11 @@ def otel_usage(attrs: Mapping[str, Any]) -> Usage | None:
     inp, read, write = pick(OTEL_INPUT), pick(OTEL_CACHE_READ), pick(OTEL_CACHE_WRITE)
     if inp is None and read is None and write is None:
         return None
+    # the cache counts are optional ("Recommended") attributes: a span with neither says
+    # nothing of the cache (not logged), which is not 0 cached
+    reported = read is not None or write is not None
     read, write = read or 0, write or 0
-    return Usage(including_cache(inp or 0, read, write), pick(OTEL_OUTPUT) or 0, read, write)
+    return Usage(including_cache(inp or 0, read, write), pick(OTEL_OUTPUT) or 0, read, write, cache_reported=reported)
 
 
 def uncached_plus(rest: Any, read: Any, write: Any, output: Any, what: str) -> Usage | None:
