@@ -106,12 +106,17 @@ def test_a_home_directory_and_a_commit_author_in_a_snapshot_are_fingerprinted(tm
 
 @pytest.mark.slow
 def test_routing_identifiers_and_cache_keys_are_fingerprinted_in_every_format(tmp_path, monkeypatch):
-    """A ``user`` made per request (affinity-changed) and a ``prompt_cache_key`` per user
-    (cache-key-unique, C18's keys): no format quotes them, --show-text does."""
+    """A ``user`` made per request within one conversation (affinity-changed: it compares
+    requests of one conversation only) and a ``prompt_cache_key`` per user (cache-key-unique,
+    C18's keys): no format quotes them, --show-text does."""
     recs = []
     users = [f"u-{uuid.UUID(int=300 + k).hex[-8:]}" for k in range(3)]
     for k, user in enumerate(users):
-        msgs = [{"role": "system", "content": "You are the refunds desk.\n" + HANDBOOK}, {"role": "user", "content": f"Order {k}?"}]
+        msgs = [{"role": "system", "content": "You are the refunds desk.\n" + HANDBOOK}]
+        for j in range(k + 1):  # one conversation, a turn longer each time
+            msgs.append({"role": "user", "content": f"Order {j}?"})
+            if j < k:
+                msgs.append({"role": "assistant", "content": f"Order {j} is on its way."})
         recs.append({"timestamp": f"2026-05-01T10:0{k}:00Z",
                      "request": {"model": "gpt-4.1", "messages": msgs, "user": user},
                      "response": {"id": f"c{k}", "usage": {"prompt_tokens": 1750, "completion_tokens": 5,
