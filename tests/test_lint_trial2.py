@@ -7,49 +7,13 @@ the text itself (where the value is written); the expected codes were worked out
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
-from promptcache.lint import LintOptions, lint_paths
-
-RULES = "Keep every answer short, cite the handbook section you rely on, and never guess. "
-LONG = RULES * 6  # about 100 tokens: long enough after any value (16), short of an unknown's 256
-
-
-@pytest.fixture
-def repo(tmp_path, monkeypatch):
-    (tmp_path / ".git").mkdir()
-    (tmp_path / ".promptcache.toml").write_text("", encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
-def at(text: str, needle: str, nth: int = 0) -> tuple[int, int]:
-    """1-based (line, column) of the ``nth`` occurrence of ``needle`` in ``text``."""
-    i = -1
-    for _ in range(nth + 1):
-        i = text.index(needle, i + 1)
-    return text.count("\n", 0, i) + 1, i - (text.rfind("\n", 0, i) + 1) + 1
+from test_lint_classes import LONG, RULES, at, found, lint, repo  # noqa: F401 - repo is the fixture
 
 
 def inner(text: str, needle: str) -> tuple[int, int]:
     """(line, column) of the first character inside the braces of ``needle`` (``{x}``)."""
     line, col = at(text, needle)
     return line, col + 1
-
-
-def lint(repo: Path, name: str, content: str, **opts):
-    p = repo / name
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(content, encoding="utf-8")
-    run = lint_paths([p], LintOptions(use_lockfile=False, **opts))
-    assert not run.errors and not getattr(run, "internal", []), run.errors
-    return run
-
-
-def found(run) -> list[tuple[str, int, int]]:
-    return sorted((f.code, f.span.line, f.span.col) for f in run.active)
 
 
 # ----------------------------------------------------- A: a loop's items take the iterable's kind

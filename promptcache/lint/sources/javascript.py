@@ -331,18 +331,7 @@ class JsSource:
     def operands(self, node: Node) -> list[Node]:
         """The operands of a ``+`` chain, left to right, found without recursion (parentheses
         around a ``+`` are looked through)."""
-        out: list[Node] = []
-        stack = [node]
-        while stack:
-            n = self._unwrap(stack.pop())
-            op = n.child_by_field_name("operator") if n.type == "binary_expression" else None
-            left, right = (n.child_by_field_name("left"), n.child_by_field_name("right")) if op is not None else (None, None)
-            if op is not None and self.f.src(op) == "+" and left is not None and right is not None:
-                stack.append(right)
-                stack.append(left)
-            else:
-                out.append(n)
-        return out
+        return self.f.plus_operands(node, self._unwrap)
 
     def _unwrap(self, node: Node) -> Node:
         for _ in range(_MAX_DEPTH):

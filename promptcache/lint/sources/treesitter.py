@@ -77,6 +77,23 @@ class TSFile:
         """The source text of a node."""
         return self.data[node.start_byte:node.end_byte].decode("utf-8", "replace")
 
+    def plus_operands(self, node: Node, unwrap: Callable[[Node], Node]) -> list[Node]:
+        """The operands of a ``+`` chain (``binary_expression`` nodes whose operator is ``+``),
+        left to right, found without recursion (a chain of 100,000 concatenations is read);
+        ``unwrap`` looks through what the grammar wraps an operand in (parentheses)."""
+        out: list[Node] = []
+        stack = [node]
+        while stack:
+            n = unwrap(stack.pop())
+            op = n.child_by_field_name("operator") if n.type == "binary_expression" else None
+            left, right = (n.child_by_field_name("left"), n.child_by_field_name("right")) if op is not None else (None, None)
+            if op is not None and self.src(op) == "+" and left is not None and right is not None:
+                stack.append(right)
+                stack.append(left)
+            else:
+                out.append(n)
+        return out
+
     def walk(self, node: Node | None = None) -> Iterator[Node]:
         """Every node under ``node`` (default: the root), in document order, without recursion."""
         stack = [node or self.root]
