@@ -150,3 +150,36 @@ def test_one_file_alone_keeps_its_calls_and_identical_prompts_at_other_times(tmp
     reqs, (st,) = read(write(tmp_path / "one.jsonl", rows))
     assert [r.source.line for r in reqs] == [1, 2]
     assert (st.requests, st.duplicates, st.same_calls, st.same_prompts, st.duplicate_ids) == (2, 1, 1, 0, 0)
+
+
+def _call(rid: str, t: float | None, question: str, line: int):
+    from promptcache.model import Part, Request, Source
+
+    return Request(rid, Source("one.jsonl", line), "openai-chat", "chat", None, MODEL, t,
+                   (Part("system", "messages[0]", SYSTEM, "system", 0), Part("user", "messages[1]", question, "user", 1)))
+
+
+def test_one_file_digests_a_prompt_only_when_a_record_may_log_the_same_call():
+    # one file's requests are digested only when a later record has their id and time (or when
+    # a burst makes them leave undigested room): the verdicts are those of digesting every one
+    from promptcache.ingest.seen import KEPT, SeenCalls
+
+    seen = SeenCalls()
+    assert seen.check(_call("a", T0, "fare to Skye?", 1), "one.jsonl") == ("new", None)
+    assert seen.ids["a"][3] is None  # kept whole, not digested
+    assert seen.check(_call("a", T0 + 0.4, "fare to Skye?", 2), "one.jsonl") == ("same-call", ("one.jsonl", 1))
+    assert seen.ids["a"][3] is not None  # digested when its id came again
+    assert seen.check(_call("a", T0 + 1.0, "fare to Mull?", 3), "one.jsonl") == ("id-reused", ("one.jsonl", 1))
+    # a burst at one second: the first ones leave for room, digested, and are still found
+    for k in range(KEPT + 5):
+        assert seen.check(_call(f"b{k}", T0 + 10, f"question {k}", 10 + k), "one.jsonl") == ("new", None)
+    assert len(seen._kept) == KEPT and seen.ids["b0"][3] is not None and seen.ids[f"b{KEPT + 4}"][3] is None
+    assert seen.check(_call("b0", T0 + 10.5, "question 0", 200), "one.jsonl") == ("same-call", ("one.jsonl", 10))
+    assert seen.check(_call("b1", T0 + 10.5, "question 9", 201), "one.jsonl") == ("id-reused", ("one.jsonl", 11))
+    # past the horizon: let go undigested (no later record in arrival order shares its time)
+    assert seen.check(_call("c", T0 + 20, "later", 300), "one.jsonl") == ("new", None)
+    assert seen.ids["b0"][3] is not None and seen.ids[f"b{KEPT + 4}"][3] is None and list(seen._kept) == ["c"]
+    assert seen.check(_call(f"b{KEPT + 4}", T0 + 30, f"question {KEPT + 4}", 301), "one.jsonl")[0] == "id-reused"
+    # untimed requests are never the same call: nothing kept
+    assert seen.check(_call("d", None, "untimed", 400), "one.jsonl") == ("new", None)
+    assert "d" not in seen._kept and seen.check(_call("d", None, "untimed", 401), "one.jsonl")[0] == "id-reused"
