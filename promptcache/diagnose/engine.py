@@ -113,13 +113,21 @@ def _tail_start(prompt: Prompt) -> int:
             break
     if last is None:
         return len(segs)
-    return next(k for k, s in enumerate(segs) if s.message == last and s.role in ("user", "tool"))
+    for k in range(len(segs)):
+        s = segs[k]
+        if s.message == last and (s.role == "user" or s.role == "tool"):
+            return k
+    raise AssertionError("unreachable: the segment found above qualifies")
 
 
 def _conversation_start(prompt: Prompt) -> int:
     """First segment of the conversation (what a template family does not share)."""
-    return next((k for k, s in enumerate(prompt.segments)
-                 if s.role in ("user", "assistant", "tool") and s.kind not in ("param", "tool")), len(prompt.segments))
+    segs = prompt.segments
+    for k in range(len(segs)):
+        s = segs[k]
+        if s.role in ("user", "assistant", "tool") and s.kind != "param" and s.kind != "tool":
+            return k
+    return len(segs)
 
 
 def comparable(a: _Context | None, b: _Context | None) -> bool:
@@ -162,8 +170,13 @@ WINDOW_PROBE = 16
 
 def conversation_head(q: Request) -> tuple[str, ...]:
     """The texts of a request's first :data:`WINDOW_PROBE` conversation parts (not system)."""
-    return tuple(itertools.islice((p.text for p in q.parts if p.message is not None and p.role not in ("system", "developer")),
-                                  WINDOW_PROBE))
+    out: list[str] = []
+    for p in q.parts:  # a loop, not islice over a generator: once per request
+        if p.message is not None and p.role != "system" and p.role != "developer":
+            out.append(p.text)
+            if len(out) == WINDOW_PROBE:
+                break
+    return tuple(out)
 
 
 def _same_conversation(head_a: tuple[str, ...], head_b: tuple[str, ...]) -> bool:
@@ -379,6 +392,7 @@ class Diagnoser:
         for r in self.rules:
             self.by_kind.setdefault(r.kind, []).append(r)
         # looked up per request: resolved once
+        self._firsts: dict[tuple[str, str, str], Rule | None] = {}
         self._structural = {ru.options.get("compare"): ru for ru in self.by_kind.get("structural-diff", ())}
         self._bp = {ru.options.get("check"): ru for ru in self.by_kind.get("breakpoint", ())}
         self._fallback_rule = self._first("structural-diff", "compare", "any")
@@ -421,8 +435,14 @@ class Diagnoser:
         return head
 
     def _first(self, kind: str, option: str, value: str) -> Rule | None:
-        """The first rule of ``kind`` whose ``option`` is ``value``."""
-        return next((ru for ru in self.by_kind.get(kind, ()) if ru.options.get(option) == value), None)
+        """The first rule of ``kind`` whose ``option`` is ``value`` (looked up per request:
+        found once)."""
+        key = (kind, option, value)
+        try:
+            return self._firsts[key]
+        except KeyError:
+            got = self._firsts[key] = next((ru for ru in self.by_kind.get(kind, ()) if ru.options.get(option) == value), None)
+            return got
 
     def _rates(self, step: Step) -> Rates | None:
         """The request's prices (looked up once per request)."""
@@ -467,7 +487,8 @@ class Diagnoser:
         The request is compared with its session's previous request when the log names a
         session; otherwise with the latest request of the same model (the live template
         family) and with the earlier request it shares most with, keeping the comparison that
-        explains more lost tokens. Then the gap between the ideal and the simulated cache, and
+        explains more lost tokens (the template family only where the session's request names
+        no cause). Then the gap between the ideal and the simulated cache, and
         between the simulated cache and the reported usage, are each claimed by one cause (or
         recorded as unexplained).
         """
@@ -510,6 +531,11 @@ class Diagnoser:
                     continue
                 if k and sess is not None and self._extends:
                     break  # it extends its own session's last request: other comparisons add nothing
+                if family and k and sess is not None and best:
+                    # its session's last request names a cause: a template-family comparison
+                    # counts only up to where the conversation starts, and the cause found
+                    # against the session's own request claims up to its newest turn
+                    continue
                 self._buf = []
                 self._extends = False
                 self._cf = None
@@ -648,7 +674,9 @@ class Diagnoser:
         part_r = next((x for x in r.parts if x.path == where_path), None)
         part_p = None if part_r is None else next((x for x in p.parts if x.path == part_r.path), None)
         seg_p = pair.pp.segments[pair.j]
-        if "history-part-removed" in rules and not in_tail and self._part_removed(step, pair, rules["history-part-removed"]):
+        # a break before the conversation (tools, system, parameters) is not in its history
+        in_history = not in_tail and pair.i >= _conversation_start(pair.rp)
+        if "history-part-removed" in rules and in_history and self._part_removed(step, pair, rules["history-part-removed"]):
             return True
         if "rendered" in rules and not in_tail and part_r is not None and part_p is not None \
                 and part_r.text == part_p.text and seg.text != seg_p.text:
@@ -739,10 +767,7 @@ class Diagnoser:
                         ev["lists_reordered"] = len(same)
                     return self._emit_structure(step, pair, rules["items-order"], same_order, lambda q: q,
                                                 Evidence(ev, self.show), char=at)
-        if not in_tail and pair.i >= _conversation_start(pair.rp):
-            if self._history(step, pair, where_path):
-                return True
-        return False
+        return in_history and self._history(step, pair, where_path)
 
     def _part_removed(self, step: Step, pair: Pair, rule: Rule) -> bool:
         """A content part taken out of an earlier message: the first message of the conversation
