@@ -45,12 +45,14 @@ _compiled = _load_compiled()
 #: diagnosing), as paths under the repository root.
 COMPILED = (
     "promptcache/ingest/__init__.py",
+    "promptcache/ingest/anthropic.py",
     "promptcache/ingest/bodies.py",
     "promptcache/ingest/common.py",
     "promptcache/ingest/fields.py",
     "promptcache/ingest/jsonio.py",
     "promptcache/ingest/openai.py",
     "promptcache/ingest/resent.py",
+    "promptcache/ingest/seen.py",
     "promptcache/ingest/usage.py",
     "promptcache/render/__init__.py",
     "promptcache/tokenize/__init__.py",
