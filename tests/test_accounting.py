@@ -375,3 +375,57 @@ def test_tool_choice_switched_on_side_requests_claims_the_messages_cache(tmp_log
     # what is left of the rules gap is the chat framing past a breakpoint, a few tokens a request
     rest = [r for r in res.accounting.rows if r.gap == "rules" and r.rule != "parameter-changed"]
     assert sum(r.tokens for r in rest) <= 4 * len(rows), rest
+
+
+# ------------------------------------------------------------------ a switch of model
+
+def _switch_log(models: list[str], key: str | None = "conv-1") -> list[dict]:
+    """One conversation growing a turn per request, each request on the model given."""
+    sys = {"role": "system", "content": FILLER}
+    msgs = [sys, {"role": "user", "content": "Turn 0"}]
+    out = []
+    for i, m in enumerate(models):
+        body = {"model": m, "messages": list(msgs), **({"prompt_cache_key": key} if key else {})}
+        out.append({"timestamp": 10.0 * i, "request": body})
+        msgs += [{"role": "assistant", "content": f"Answer {i}."}, {"role": "user", "content": f"Turn {i + 1}"}]
+    return out
+
+
+@pytest.mark.parametrize("key", ["conv-1", None])
+def test_first_request_after_a_switch_of_model_is_parameter_changed(tmp_log, key):
+    """The session moves from gpt-4o to gpt-4o-mini at its third request (a helper's probe:
+    no finding at all, its lost prefix in no gap). The cache is per model, so that request
+    shares nothing; had it stayed on gpt-4o it would have shared what the same log all on
+    gpt-4o shows as its ideal shared prefix S, served (OpenAI: 1,024 minimum, 128-token steps)
+    as S // 128 * 128 tokens: that is what parameter-changed claims, at line 3, in the content
+    gap. With sessions (a cache key) and without (the log's latest request of another model)."""
+    same = audit([tmp_log(_switch_log(["gpt-4o"] * 3, key), "same.jsonl")], AuditOptions())
+    s = same.outcomes[2].shared_prefix_tokens
+    assert s > 1024 and same.outcomes[2].cached_tokens == s // 128 * 128
+    res = audit([tmp_log(_switch_log(["gpt-4o", "gpt-4o", "gpt-4o-mini"], key))], AuditOptions())
+    o = res.outcomes[2]
+    assert (o.model, o.shared_prefix_tokens, o.cached_tokens) == ("gpt-4o-mini", 0, 0)
+    (f,) = [f for f in res.findings if f.rule.id == "parameter-changed"]
+    assert f.tokens_lost == s // 128 * 128 and f.requests == 1 and f.line == 3
+    assert (f.evidence["before"], f.evidence["after"]) == ("gpt-4o", "gpt-4o-mini")
+    assert res.accounting.gaps["content"] == s // 128 * 128
+
+
+def test_a_model_back_in_its_session_is_no_switch(tmp_log):
+    """gpt-4o, gpt-4o-mini, gpt-4o in one session: the second request lost what gpt-4o had;
+    the third extends the first (its own model's cache still holds it), so only one request
+    is a switch."""
+    res = audit([tmp_log(_switch_log(["gpt-4o", "gpt-4o-mini", "gpt-4o"]))], AuditOptions())
+    assert res.outcomes[2].cached_tokens > 1024
+    (f,) = [f for f in res.findings if f.rule.id == "parameter-changed"]
+    assert f.requests == 1 and f.line == 2
+
+
+def test_another_model_sharing_nothing_is_no_switch(tmp_log):
+    """Without sessions, a first gpt-4o-mini request whose prompt shares only the framing with
+    the latest gpt-4o request lost nothing to a switch: no finding."""
+    recs = _switch_log(["gpt-4o"], None)
+    recs.append({"timestamp": 20.0, "request": {"model": "gpt-4o-mini", "messages": [
+        {"role": "system", "content": "Summarise the ticket. " * 200}, {"role": "user", "content": "Go"}]}})
+    res = audit([tmp_log(recs)], AuditOptions())
+    assert not [f for f in res.findings if f.rule.id == "parameter-changed"]

@@ -107,6 +107,22 @@ def test_impossible_usage_is_left_out_of_the_reported_scenario(tmp_path):
             assert r["reported"]["cached_tokens"] <= r["reported"]["input_tokens"]
 
 
+
+def test_a_prompt_count_of_zero_is_impossible_usage(tmp_path):
+    """A helper's probe: ``prompt_tokens: 0`` on every record of a ~2,400-token prompt log was
+    taken as usage, so the reported scenario billed those prompts $0 and a "reported below
+    simulated" gap was blamed on a routing key. Every request reads at least one token: the
+    zero goes to bad usage and out of the reported scenario, like any impossible count."""
+    zero = line(1, response={"usage": {"prompt_tokens": 0, "completion_tokens": 7}})
+    good = line(2, response={"usage": {"prompt_tokens": 900, "completion_tokens": 1,
+                                       "prompt_tokens_details": {"cached_tokens": 768}}})
+    res = audit([write(tmp_path, [line(0), zero, good])], AuditOptions(workers=1))
+    rep = res.scenarios["reported"]
+    assert (rep.requests, rep.prompt_tokens, rep.cached_tokens) == (1, 900, 768)
+    (st,) = res.inputs
+    assert st.bad_usage == 1 and st.bad_usage_examples == [(2, "0 prompt tokens (a request reads at least one)")]
+    assert res.outcomes[1].usage is None and res.accounting.gaps["reported"] == 0
+
 # -- item 8 ------------------------------------------------------------------------------------
 
 def test_a_file_with_no_readable_line_is_an_input_error(tmp_path):

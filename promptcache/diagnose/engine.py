@@ -406,6 +406,10 @@ class Diagnoser:
         self.recent: dict[str, OrderedDict[int, tuple[Request, Prompt, _Context | None]]] = {}
         self.session_last: dict[str, OrderedDict[str, tuple[int, Request, Prompt, _Context | None]]] = {}
         self.latest: dict[str, int] = {}
+        # the latest request of any model, per session and over the log: the predecessor of a
+        # request whose model has none (the first request after a switch of model)
+        self.session_any: OrderedDict[str, tuple[Request, Prompt, _Context | None]] = OrderedDict()
+        self.latest_any: tuple[Request, Prompt, _Context | None] | None = None
         self._buf: list[Candidate] = self.cands
         self._extends = False
         self._cf: tuple[int, float | None] | None = None
@@ -501,6 +505,7 @@ class Diagnoser:
         sessions = self.session_last.setdefault(model, OrderedDict())
         preds: list[tuple[tuple[Request, Prompt, _Context | None], bool]] = []
         seen: set[int] = set()
+        prev = None
         if sess is not None:
             prev = sessions.pop(sess, None)
             if prev is not None:
@@ -520,6 +525,19 @@ class Diagnoser:
                 preds.append((got, family and not _same_conversation(self._head(r), self._head(got[0]))))
                 seen.add(idx)
         self.latest[model] = o.index
+        # the first request after a switch of model: compared with the latest request of the
+        # other model (its session's previous request; without sessions, the log's latest when
+        # this model has no earlier request), whose prefix the switch threw away
+        other = self.session_any.get(sess) if sess is not None else None if preds else self.latest_any
+        if prev is None and other is not None and (other[0].model or "-") != model:
+            preds.insert(0, (other, False))
+        here = (r, step.prompt, step.context)
+        self.latest_any = here
+        if sess is not None:
+            self.session_any[sess] = here
+            self.session_any.move_to_end(sess)
+            if len(self.session_any) > SESSIONS:
+                self.session_any.popitem(last=False)
         best: list[Candidate] = []
         best_cf: tuple[int, float | None] | None = None
         best_pred: Request | None = preds[0][0][0] if preds else None
@@ -587,9 +605,11 @@ class Diagnoser:
         assert ctx is not None
         d = common_prefix(rp.units, pp.units)
         if r.model != p.model:
+            lost = max(0, self._quantize(step.rules, rp.n_tokens, d) - step.outcome.cached_tokens)
+            if lost <= 0:  # the other model's request served nothing this one could have used
+                return
             for rule in self.by_kind.get("parameter-diff", ()):
                 if rule.options.get("model"):
-                    lost = max(0, self._quantize(step.rules, rp.n_tokens, d) - step.outcome.cached_tokens)
                     self._add(step, rule, ("model",), segment=None, char=None, token=0,
                               evidence={"param": "model", "before": p.model, "after": r.model}, lost=lost,
                               cost=self._money(step, step.outcome.cached_tokens, step.outcome.cached_tokens + lost),

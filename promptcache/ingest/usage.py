@@ -39,13 +39,17 @@ def _int(v: Any, what: str) -> int:
 
 
 def check_usage(u: Usage) -> str | None:
-    """Why a reported usage is impossible, or ``None`` when it is possible: a count beyond
-    :data:`MAX_TOKENS`, more cached and written tokens than prompt tokens, or more 1-hour writes
-    than writes. (Counts are non-negative by construction.) An impossible usage is left out of
-    the ``reported`` scenario: no hit ratio above 100% and no negative cost follow from it.
+    """Why a reported usage is impossible, or ``None`` when it is possible: no prompt tokens
+    at all (every request reads at least one: a producer that writes 0 for a count it did not
+    have, or a failed call's zeros), a count beyond :data:`MAX_TOKENS`, more cached and written
+    tokens than prompt tokens, or more 1-hour writes than writes. (Counts are non-negative by
+    construction.) An impossible usage is left out of the ``reported`` scenario: no hit ratio
+    above 100%, no negative cost and no prompt billed at $0 follow from it.
 
     >>> check_usage(Usage(10, 0, 99_999))
     '99,999 cached + 0 written of 10 prompt tokens'
+    >>> check_usage(Usage(0, 12))
+    '0 prompt tokens (a request reads at least one)'
     >>> check_usage(Usage(2000, 5, 1536, 0)) is None
     True
     >>> check_usage(Usage(int(1e300), 1))
@@ -55,6 +59,8 @@ def check_usage(u: Usage) -> str | None:
         n = getattr(u, name)
         if n > MAX_TOKENS:
             return f"{name} {_count(n)} is more than any model reads in a request ({MAX_TOKENS:,})"
+    if u.input_tokens == 0 and u.cache_read_tokens == 0 and u.cache_write_tokens == 0:
+        return "0 prompt tokens (a request reads at least one)"
     if u.cache_read_tokens + u.cache_write_tokens > u.input_tokens:
         return f"{u.cache_read_tokens:,} cached + {u.cache_write_tokens:,} written of {u.input_tokens:,} prompt tokens"
     if u.cache_write_1h_tokens > u.cache_write_tokens:
