@@ -395,10 +395,11 @@ def _switch_log(models: list[str], key: str | None = "conv-1") -> list[dict]:
 def test_first_request_after_a_switch_of_model_is_parameter_changed(tmp_log, key):
     """The session moves from gpt-4o to gpt-4o-mini at its third request (a helper's probe:
     no finding at all, its lost prefix in no gap). The cache is per model, so that request
-    shares nothing; had it stayed on gpt-4o it would have shared what the same log all on
-    gpt-4o shows as its ideal shared prefix S, served (OpenAI: 1,024 minimum, 128-token steps)
-    as S // 128 * 128 tokens: that is what parameter-changed claims, at line 3, in the content
-    gap. With sessions (a cache key) and without (the log's latest request of another model)."""
+    shares nothing (ideal 0); had it stayed on gpt-4o it would have shared what the same log all
+    on gpt-4o shows as its ideal shared prefix S: the content gap is undone minus ideal, so
+    parameter-changed claims S tokens at line 3, like any located cause (the rules gap, ideal
+    minus simulated, is 0 for it). With sessions (a cache key) and without (the log's latest
+    request of another model)."""
     same = audit([tmp_log(_switch_log(["gpt-4o"] * 3, key), "same.jsonl")], AuditOptions())
     s = same.outcomes[2].shared_prefix_tokens
     assert s > 1024 and same.outcomes[2].cached_tokens == s // 128 * 128
@@ -406,9 +407,9 @@ def test_first_request_after_a_switch_of_model_is_parameter_changed(tmp_log, key
     o = res.outcomes[2]
     assert (o.model, o.shared_prefix_tokens, o.cached_tokens) == ("gpt-4o-mini", 0, 0)
     (f,) = [f for f in res.findings if f.rule.id == "parameter-changed"]
-    assert f.tokens_lost == s // 128 * 128 and f.requests == 1 and f.line == 3
+    assert f.tokens_lost == s and f.requests == 1 and f.line == 3
     assert (f.evidence["before"], f.evidence["after"]) == ("gpt-4o", "gpt-4o-mini")
-    assert res.accounting.gaps["content"] == s // 128 * 128
+    assert res.accounting.gaps["content"] == s
 
 
 def test_a_model_back_in_its_session_is_no_switch(tmp_log):
@@ -429,3 +430,27 @@ def test_another_model_sharing_nothing_is_no_switch(tmp_log):
         {"role": "system", "content": "Summarise the ticket. " * 200}, {"role": "user", "content": "Go"}]}})
     res = audit([tmp_log(recs)], AuditOptions())
     assert not [f for f in res.findings if f.rule.id == "parameter-changed"]
+
+
+def test_a_switch_to_a_model_that_caches_nothing_here_still_loses_the_prefix(tmp_log):
+    """A second probe: Anthropic, a ~1,400-token system prompt with a breakpoint, Sonnet then
+    Haiku (whose minimum the prompt does not reach) in one session: the switch got no finding,
+    because the loss was counted under the new model's rules. The content gap is undone minus
+    ideal: the Haiku request would have shared S tokens with the Sonnet one (S: the ideal shared
+    prefix of the same log all on Sonnet), so parameter-changed claims S at line 2."""
+    def log(models):
+        sys = [{"type": "text", "text": "Policy: refunds within five business days. " * 140,
+                "cache_control": {"type": "ephemeral"}}]
+        msgs, out = [{"role": "user", "content": "Turn 0"}], []
+        for i, m in enumerate(models):
+            out.append({"timestamp": 10.0 * i, "request": {"model": m, "max_tokens": 64, "system": sys,
+                                                          "metadata": {"user_id": "u-1"}, "messages": list(msgs)}})
+            msgs += [{"role": "assistant", "content": f"Answer {i}."}, {"role": "user", "content": f"Turn {i + 1}"}]
+        return out
+    same = audit([tmp_log(log(["claude-sonnet-4-5"] * 2), "same.jsonl")], AuditOptions())
+    s = same.outcomes[1].shared_prefix_tokens
+    assert s > 1024
+    res = audit([tmp_log(log(["claude-sonnet-4-5", "claude-haiku-4-5"]))], AuditOptions())
+    assert res.outcomes[1].cached_tokens == 0
+    (f,) = [f for f in res.findings if f.rule.id == "parameter-changed"]
+    assert (f.tokens_lost, f.requests, f.line) == (s, 1, 2)

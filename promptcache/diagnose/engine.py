@@ -467,11 +467,6 @@ class Diagnoser:
         return rates.cost(o.prompt_tokens, cached, o.write_tokens, o.write_1h_tokens, bw) - \
             rates.cost(o.prompt_tokens, better, max(0, o.write_tokens - (better - cached)), 0, bw)
 
-    def _quantize(self, rules: CacheRules, n: int, tokens: int) -> int:
-        g = max(1, rules.granularity)
-        hit = (min(tokens, max(0, n - rules.max_hit_offset)) // g) * g
-        return hit if hit >= rules.min_tokens else 0
-
     def _add(self, step: Step, rule: Rule, key: tuple[Any, ...], *, segment: str | None, char: int | None,
              token: int | None, evidence: dict[str, Any] | Evidence, lost: int, cost: Decimal | None,
              gap: str | None = "content", **values: Any) -> None:
@@ -527,9 +522,11 @@ class Diagnoser:
         self.latest[model] = o.index
         # the first request after a switch of model: compared with the latest request of the
         # other model (its session's previous request; without sessions, the log's latest when
-        # this model has no earlier request), whose prefix the switch threw away
+        # this model has no earlier request), whose prefix the switch threw away, where it is
+        # the same conversation (unless the log names the session: a cache key may be shared)
         other = self.session_any.get(sess) if sess is not None else None if preds else self.latest_any
-        if prev is None and other is not None and (other[0].model or "-") != model:
+        if prev is None and other is not None and (other[0].model or "-") != model \
+                and (r.session is not None or _same_conversation(self._head(r), self._head(other[0]))):
             preds.insert(0, (other, False))
         here = (r, step.prompt, step.context)
         self.latest_any = here
@@ -605,15 +602,17 @@ class Diagnoser:
         assert ctx is not None
         d = common_prefix(rp.units, pp.units)
         if r.model != p.model:
-            lost = max(0, self._quantize(step.rules, rp.n_tokens, d) - step.outcome.cached_tokens)
-            if lost <= 0:  # the other model's request served nothing this one could have used
+            # the cache is per model: on p's model the request would share d tokens with p, and
+            # what that adds to the ideal cache's read (its own model's traffic) is the switch's
+            # content loss, like any located cause's (:meth:`_report_lost`)
+            lost = max(0, d - step.outcome.shared_prefix_tokens)
+            if lost <= 0:  # the other model's request holds nothing this one could have used
                 return
             for rule in self.by_kind.get("parameter-diff", ()):
                 if rule.options.get("model"):
                     self._add(step, rule, ("model",), segment=None, char=None, token=0,
                               evidence={"param": "model", "before": p.model, "after": r.model}, lost=lost,
-                              cost=self._money(step, step.outcome.cached_tokens, step.outcome.cached_tokens + lost),
-                              param="model")
+                              cost=self._value(step, lost), param="model")
             return
         if d * 4 >= len(pp.units) or d * 4 >= len(rp.units):
             self._extends = True
