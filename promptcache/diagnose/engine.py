@@ -524,7 +524,10 @@ class Diagnoser:
         # other model (its session's previous request; without sessions, the log's latest when
         # this model has no earlier request), whose prefix the switch threw away, where it is
         # the same conversation (unless the log names the session: a cache key may be shared)
-        other = self.session_any.get(sess) if sess is not None else None if preds else self.latest_any
+        if sess is not None:
+            other = self.session_any.get(sess)
+        else:
+            other = None if preds else self.latest_any
         if prev is None and other is not None and (other[0].model or "-") != model \
                 and (r.session is not None or _same_conversation(self._head(r), self._head(other[0]))):
             preds.insert(0, (other, False))
