@@ -107,7 +107,6 @@ def test_impossible_usage_is_left_out_of_the_reported_scenario(tmp_path):
             assert r["reported"]["cached_tokens"] <= r["reported"]["input_tokens"]
 
 
-
 def test_a_prompt_count_of_zero_is_impossible_usage(tmp_path):
     """A helper's probe: ``prompt_tokens: 0`` on every record of a ~2,400-token prompt log was
     taken as usage, so the reported scenario billed those prompts $0 and a "reported below
@@ -122,6 +121,7 @@ def test_a_prompt_count_of_zero_is_impossible_usage(tmp_path):
     (st,) = res.inputs
     assert st.bad_usage == 1 and st.bad_usage_examples == [(2, "0 prompt tokens (a request reads at least one)")]
     assert res.outcomes[1].usage is None and res.accounting.gaps["reported"] == 0
+
 
 # -- item 8 ------------------------------------------------------------------------------------
 

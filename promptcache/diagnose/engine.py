@@ -406,10 +406,6 @@ class Diagnoser:
         self.recent: dict[str, OrderedDict[int, tuple[Request, Prompt, _Context | None]]] = {}
         self.session_last: dict[str, OrderedDict[str, tuple[int, Request, Prompt, _Context | None]]] = {}
         self.latest: dict[str, int] = {}
-        # the latest request of any model, per session and over the log: the predecessor of a
-        # request whose model has none (the first request after a switch of model)
-        self.session_any: OrderedDict[str, tuple[Request, Prompt, _Context | None]] = OrderedDict()
-        self.latest_any: tuple[Request, Prompt, _Context | None] | None = None
         self._buf: list[Candidate] = self.cands
         self._extends = False
         self._cf: tuple[int, float | None] | None = None
@@ -524,20 +520,9 @@ class Diagnoser:
         # other model (its session's previous request; without sessions, the log's latest when
         # this model has no earlier request), whose prefix the switch threw away, where it is
         # the same conversation (unless the log names the session: a cache key may be shared)
-        if sess is not None:
-            other = self.session_any.get(sess)
-        else:
-            other = None if preds else self.latest_any
-        if prev is None and other is not None and (other[0].model or "-") != model \
-                and (r.session is not None or _same_conversation(self._head(r), self._head(other[0]))):
+        other = self._other_model(model, sess) if prev is None and (sess is not None or not preds) else None
+        if other is not None and (r.session is not None or _same_conversation(self._head(r), self._head(other[0]))):
             preds.insert(0, (other, False))
-        here = (r, step.prompt, step.context)
-        self.latest_any = here
-        if sess is not None:
-            self.session_any[sess] = here
-            self.session_any.move_to_end(sess)
-            if len(self.session_any) > SESSIONS:
-                self.session_any.popitem(last=False)
         best: list[Candidate] = []
         best_cf: tuple[int, float | None] | None = None
         best_pred: Request | None = preds[0][0][0] if preds else None
@@ -584,6 +569,23 @@ class Diagnoser:
         verdict = r.response.verdict if r.response is not None else None
         if verdict is not None:
             self._show_verdict(self.cands[start:], r, verdict, best_pred)
+
+    def _other_model(self, model: str, sess: str | None) -> tuple[Request, Prompt, _Context | None] | None:
+        """The latest request of a model other than ``model``: session ``sess``'s last one on
+        another model, or without a session the log's (looked up only for a request with no
+        predecessor of its own model, so rarely)."""
+        best: tuple[int, Request, Prompt, _Context | None] | None = None
+        if sess is not None:
+            for m, last in self.session_last.items():
+                got = last.get(sess) if m != model else None
+                if got is not None and (best is None or got[0] > best[0]):
+                    best = got
+        else:
+            for m, idx in self.latest.items():
+                got = self.recent.get(m, {}).get(idx) if m != model else None
+                if got is not None and (best is None or idx > best[0]):
+                    best = (idx, *got)
+        return best[1:] if best is not None else None
 
     def finish(self) -> list[Finding]:
         """Aggregate everything seen into ranked findings."""
