@@ -104,6 +104,68 @@ def test_openrouter_generation_stats_name_the_upstream_each_turn_went_to(tmp_pat
     assert stats_only.inputs[0].usage_only == 4 and not stats_only.findings
 
 
+# ------------------------------------------------------------------ a partition field, not a cache key
+
+def gateway_lines(path: Path, recs: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+    return path
+
+
+def test_a_service_tier_switched_between_turns_is_named_not_a_cache_key(tmp_path):
+    """OpenAI keeps a cache per service tier: turns alternating flex / priority (no
+    prompt_cache_key) each miss what the other tier wrote. The split is the tier's, quoted on
+    both sides; it was reported as a cache-key split of "0 keys over 0 requests"."""
+    bodies = [{"model": "gpt-4.1", "messages": chat_messages(k), "service_tier": ["flex", "priority"][k % 2]}
+              for k in range(4)]
+    path = gateway_lines(tmp_path / "tiers.jsonl", [{"timestamp": f"2026-05-01T10:0{k}:00Z", "request": b}
+                                                    for k, b in enumerate(bodies)])
+    res = audit([path], AuditOptions())
+    assert not [f for f in res.findings if f.rule.kind == "key-usage"], [f.message for f in res.findings]
+    f = by_rule(res, "partition-changed")
+    assert f.requests == 3 and f.evidence["field"] == "service_tier"
+    assert (f.evidence["before"], f.evidence["after"]) == ("flex", "priority") and "service_tier" in f.message
+    # the ideal cache serves each turn what the turn before it shares; the simulation only what
+    # the turn two back (same tier) wrote, in 128-token steps: turn 1 nothing, turns 2 and 3 one
+    ideal = sum(O.shared(bodies[k], bodies[k - 1]) for k in range(1, 4))
+    served = sum((O.shared(bodies[k], bodies[k - 2]) // 128) * 128 for k in (2, 3))
+    hand = ideal - served  # (the hand count frames messages like the pipeline within a token or two)
+    assert f.tokens_lost == res.accounting.gaps["rules"] and abs(f.tokens_lost - hand) <= 0.01 * hand, (f.tokens_lost, hand)
+
+
+def test_a_conversation_id_new_on_every_xai_request_is_named(tmp_path):
+    """xAI routes by ``x-grok-conv-id``: a gateway that sends a new one per request puts every
+    turn in a cold cache. The header is named, its values as fingerprints."""
+    bodies = [{"model": "grok-4", "messages": chat_messages(k)} for k in range(4)]
+    conv = [f"conv-{uuid.UUID(int=500 + k).hex[-10:]}" for k in range(4)]
+    path = gateway_lines(tmp_path / "xai.jsonl", [{"timestamp": f"2026-05-01T10:0{k}:00Z",
+                                                   "headers": {"X-Grok-Conv-Id": conv[k]}, "request": b}
+                                                  for k, b in enumerate(bodies)])
+    res = audit([path], AuditOptions())
+    assert not [f for f in res.findings if f.rule.kind == "key-usage"], [f.message for f in res.findings]
+    f = by_rule(res, "partition-changed")
+    from promptcache.diagnose.redact import fingerprint
+    assert f.requests == 3 and f.evidence["field"] == "x-grok-conv-id"
+    assert f.evidence["before"] == f"<session id #{fingerprint(conv[0])}>" and conv[0] not in f.message
+    # approximate tokens (cl100k_base, xAI publishes no tokenizer); no minimum: every shared token
+    X = handcount.Counter("cl100k_base", "openai")
+    hand = sum(X.shared(bodies[k], bodies[k - 1]) for k in range(1, 4))
+    assert f.tokens_lost == res.accounting.gaps["rules"] and abs(f.tokens_lost - hand) <= 0.1 * hand, (f.tokens_lost, hand)
+
+
+def test_a_namespace_miss_nothing_in_the_log_explains_is_unexplained_not_a_cache_key():
+    """Without a cache key, route or partition field that differs, a namespace miss is shown as
+    unexplained (with the simulation's reason), never as a cache key the requests do not carry."""
+    from promptcache.diagnose.engine import Diagnoser
+
+    d = Diagnoser({}, None)
+    assert d._first("key-usage", "check", "unique") is not None and d._first("routing", "check", "partition") is not None
+    # the guard itself: no key on either side, no writer
+    from types import SimpleNamespace as NS
+    step = NS(outcome=NS(namespace="openai/gpt-4.1", provider="openai", model="gpt-4.1"), request=NS(cache_key=None),
+              rules=NS(mode="prefix"), prompt=NS(segments=[]), context=None)
+    assert d._mechanics(step, None, "namespace") is None
+
+
 # ------------------------------------------------------------------ an identifier new on every request
 
 def test_a_user_id_new_on_every_request_in_litellm_spend_logs(tmp_path):

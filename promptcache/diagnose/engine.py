@@ -365,6 +365,24 @@ def deep_canonical_json(text: str) -> str:
         return text
 
 
+def _tier(req: Request) -> str | None:
+    """The service tier a request asks for, as the simulation partitions by it (``auto`` and
+    ``default`` are the default tier: ``None``)."""
+    tier = req.params.get("service_tier") if req.params else None
+    return str(tier) if tier and tier not in ("auto", "default") else None
+
+
+def _affinity(req: Request, name: str) -> str | None:
+    """A request's value of routing identifier ``name`` (headers are matched case-insensitively,
+    as the simulation's namespace matches them)."""
+    if not req.affinity:
+        return None
+    v = req.affinity.get(name)
+    if v is None:
+        v = next((x for k, x in req.affinity.items() if k.lower() == name), None)
+    return str(v) if v else None
+
+
 def _tool_name(p: Part) -> str:
     try:
         d = json.loads(p.text)
@@ -1190,13 +1208,16 @@ class Diagnoser:
                                                   "namespace": ns}, {}
         if reason == "namespace":
             moved = self._routed(step, writer)
+            if moved is None:
+                moved = self._partition(step, writer)
             if moved is not None:
                 return moved
             rule = self._first("key-usage", "check", "unique")
-            if rule is not None:
-                return rule, (f"{o.provider}/{o.model or '-'}",), None, None, \
-                    Evidence({"cache_key": identifier("cache_key", step.request.cache_key),
-                              "namespace": f"{o.provider}/{o.model or '-'}"}, self.show), {}
+            if rule is None or (step.request.cache_key is None and (writer is None or writer[0].cache_key is None)):
+                return None  # no cache key, route or partition field the log shows tells them apart
+            return rule, (f"{o.provider}/{o.model or '-'}",), None, None, \
+                Evidence({"cache_key": identifier("cache_key", step.request.cache_key),
+                          "namespace": f"{o.provider}/{o.model or '-'}"}, self.show), {}
         if rules.mode == "breakpoints" and rp.segments:
             return self._breakpoint_cause(step, writer, reason)
         return None
@@ -1225,6 +1246,34 @@ class Diagnoser:
         return rule, (model,), None, None, {"model": model, "before": before, "after": after,
                                            "before_rules": file_w, "after_rules": file_r}, \
             {"model": model, "before": before, "after": after}
+
+    def _partition(self, step: Step, writer: tuple[Request, Prompt, _Context | None] | None
+                   ) -> tuple[Rule, tuple[Any, ...], str | None, int | None, Evidence, dict[str, Any]] | None:
+        """The partition cause of a namespace miss: the request that holds the shared prefix
+        (``writer``) differs from this one in a field other than the cache key that the
+        provider keeps separate caches by (its rules file's ``namespace``: ``service_tier``, an
+        ``affinity:`` routing identifier such as xAI's ``x-grok-conv-id``), or ``None``."""
+        rule = self._first("routing", "check", "partition")
+        if rule is None or writer is None or step.context is None:
+            return None
+        r, w, pf = step.request, writer[0], step.context.pf
+        for part in pf.namespace:
+            if part == "service_tier":
+                name = part
+                now, before = _tier(r), _tier(w)
+                shown_now, shown_before = now or "default", before or "default"
+            elif part.startswith("affinity:"):
+                name = part.partition(":")[2]
+                now, before = _affinity(r, name), _affinity(w, name)
+                shown_now, shown_before = identifier(name, now) or "none", identifier(name, before) or "none"
+            else:
+                continue
+            if now != before:
+                model = step.outcome.model or "-"
+                return rule, (model, name), None, None, \
+                    Evidence({"field": name, "before": shown_before, "after": shown_now, "model": model,
+                              "provider": pf.id}, self.show), {"field": name, "model": model, "provider": pf.id}
+        return None
 
     def _breakpoint_cause(self, step: Step, writer: tuple[Request, Prompt, _Context | None] | None,
                           reason: str | None) -> tuple[Rule, tuple[Any, ...], str | None, int | None, dict[str, Any], dict[str, Any]] | None:
