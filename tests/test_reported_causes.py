@@ -152,6 +152,29 @@ def test_a_conversation_id_new_on_every_xai_request_is_named(tmp_path):
     assert f.tokens_lost == res.accounting.gaps["rules"] and abs(f.tokens_lost - hand) <= 0.1 * hand, (f.tokens_lost, hand)
 
 
+def test_a_cache_key_new_on_every_request_is_named_before_a_tier_that_also_alternates(tmp_path):
+    """Tiers alternating and a prompt_cache_key new on every request (a fresh helper's log): the
+    keys are named, since with the tier held stable every request still misses."""
+    bodies = [{"model": "gpt-4.1", "messages": chat_messages(k), "service_tier": ["flex", "priority"][k % 2],
+               "prompt_cache_key": f"k{k % 2}-{k // 2}"} for k in range(4)]
+    path = gateway_lines(tmp_path / "tiers_keys.jsonl", [{"timestamp": f"2026-05-01T10:0{k}:00Z", "request": b}
+                                                         for k, b in enumerate(bodies)])
+    res = audit([path], AuditOptions())
+    assert not [f for f in res.findings if f.rule.id == "partition-changed"]
+    f = by_rule(res, "cache-key-unique")
+    assert f.requests == 3 and f.tokens_lost == res.accounting.gaps["rules"]
+
+
+def test_whitespace_around_a_routing_header_value_is_not_part_of_it():
+    """HTTP drops the whitespace around a field value (RFC 9110 5.5): `` conv-A`` and ``conv-A ``
+    are one conversation id (a fresh helper's log was split in two caches); a blank one is none."""
+    from promptcache.ingest.bodies import affinity_of
+
+    assert affinity_of({}, {"headers": {"X-Grok-Conv-Id": " conv-A"}}) == {"x-grok-conv-id": "conv-A"}
+    assert affinity_of({}, {"headers": {"x-grok-conv-id": "conv-A "}}) == {"x-grok-conv-id": "conv-A"}
+    assert affinity_of({}, {"headers": {"x-grok-conv-id": "   "}}) == {}
+
+
 def test_a_namespace_miss_nothing_in_the_log_explains_is_unexplained_not_a_cache_key():
     """Without a cache key, route or partition field that differs, a namespace miss is shown as
     unexplained (with the simulation's reason), never as a cache key the requests do not carry."""

@@ -1208,13 +1208,15 @@ class Diagnoser:
                                                   "namespace": ns}, {}
         if reason == "namespace":
             moved = self._routed(step, writer)
-            if moved is None:
-                moved = self._partition(step, writer)
             if moved is not None:
                 return moved
             rule = self._first("key-usage", "check", "unique")
-            if rule is None or (step.request.cache_key is None and (writer is None or writer[0].cache_key is None)):
-                return None  # no cache key, route or partition field the log shows tells them apart
+            r_key = step.request.cache_key
+            w_key = writer[0].cache_key if writer is not None else r_key
+            if rule is None or (r_key == w_key and (writer is not None or r_key is None)):
+                # the same cache key (or none) on both sides: a field the provider partitions by, or
+                # None where no cache key, route or partition field the log shows tells them apart
+                return self._partition(step, writer)
             return rule, (f"{o.provider}/{o.model or '-'}",), None, None, \
                 Evidence({"cache_key": identifier("cache_key", step.request.cache_key),
                           "namespace": f"{o.provider}/{o.model or '-'}"}, self.show), {}

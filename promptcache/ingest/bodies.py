@@ -206,7 +206,9 @@ def affinity_of(body: Mapping[str, Any], wrapper: Mapping[str, Any] | None = Non
             if type(h) is dict:
                 for k, v in h.items():
                     if type(k) is str and k.lower() in AFFINITY_HEADERS and type(v) in (str, int):
-                        out[k.lower()] = str(v)
+                        v = str(v).strip()  # HTTP: whitespace around a field value is not part of it (RFC 9110 5.5)
+                        if v:
+                            out[k.lower()] = v
     return out
 
 
