@@ -120,6 +120,16 @@ def test_batch_inputs_join_their_outputs(files):
     n = 1 + max(p.message for p in r.parts if p.message is not None)
     assert r.response is not None and r.response.parts and r.response.parts[0].message == n
     assert r.response.parts[0].text == "(answer)"
+    # OpenAI's output lines carry when the batch served each request (``body.created``): the joined
+    # requests take it as their arrival (the input lines hold none), so TTLs are evaluated;
+    # Anthropic's results carry no time
+    if files[0].startswith("openai"):
+        created = [json.loads(line)["response"]["body"]["created"]
+                   for line in (FORMATS / "openai_batch_output.jsonl").read_text().splitlines() if line.strip()]
+        assert [r.arrival for r in reqs] == [float(c) for c in created]
+        assert reqs[0].arrival == epoch(EXPECTED["openai_batch_output.jsonl"]["first_arrival"])
+    else:
+        assert all(r.arrival is None for r in reqs)
 
 
 def test_responses_chain_is_rebuilt_through_previous_response_id():

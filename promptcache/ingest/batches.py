@@ -70,8 +70,11 @@ class OpenAIBatchOutputReader(Reader):
             return Skipped("OpenAI Batch output line of a failed request")
         resp = Response(str(body["id"]) if isinstance(body.get("id"), str) else None, None,
                         _openai.chat_response_parts(body, 0) or _openai.responses_output_parts(body, 0))
+        # ``created``: when the batch served this request (epoch seconds; the chat completion's and
+        # the response's own time), the arrival its input line, which holds none, takes on joining
+        created = body.get("created", body.get("created_at"))
         req = _usage_only(src, "openai-batch-output", "chat", body.get("model"), find_usage(body), resp,
-                          rid=cid)
+                          arrival=parse_time(created) if created is not None else None, rid=cid)
         return Keyed(req, keys=(f"openai-batch:{cid}",) if cid else ())
 
 
