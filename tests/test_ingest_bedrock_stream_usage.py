@@ -103,3 +103,40 @@ def test_the_documented_meaning_is_left_alone(tmp_path):
     assert [o.usage.input_tokens for o in res.outcomes] == [3010, 3010]
     assert res.inputs[0].counted_twice == 0
     assert not any("appears to include" in w for w in res.warnings)
+
+
+def without_input_cache_counts(rec: dict, anthropic_body: bool = False) -> dict:
+    """The record as logs without ``input.cacheReadInputTokenCount`` / ``cacheWriteInputTokenCount``
+    hold it (only ``inputTokenCount``, the uncached part): the cache counts are in the response's
+    own usage, Converse's or, for InvokeModel with an Anthropic body, the Messages usage."""
+    rec = json.loads(json.dumps(rec))
+    inp, out = rec["input"], rec["output"]
+    read, write = inp.pop("cacheReadInputTokenCount"), inp.pop("cacheWriteInputTokenCount")
+    if anthropic_body:
+        rec["operation"] = "InvokeModel"
+        inp["inputBodyJson"] = {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 64,
+                                "system": [{"type": "text", "text": SYSTEM, "cache_control": {"type": "ephemeral"}}],
+                                "messages": inp["inputBodyJson"]["messages"][0:1]}
+        inp["inputBodyJson"]["messages"][0] = {"role": "user", "content": inp["inputBodyJson"]["messages"][0]["content"][0]["text"]}
+        out["outputBodyJson"] = {"id": "msg_bdrk_01", "type": "message", "role": "assistant",
+                                 "content": [{"type": "text", "text": "Done."}], "stop_reason": "end_turn",
+                                 "usage": {"input_tokens": inp["inputTokenCount"], "cache_creation_input_tokens": write,
+                                           "cache_read_input_tokens": read, "output_tokens": 6}}
+    return rec
+
+
+@pytest.mark.parametrize("anthropic_body", [False, True])
+def test_cache_counts_only_in_the_response_body_are_read(tmp_path, anthropic_body):
+    """A fresh user's Bedrock logs (Converse, and InvokeModel with an Anthropic body) without the
+    cache counts in ``input``: they were read as 10 uncached prompt tokens a call, no cache read,
+    no warning. The response's usage holds them: 3,010 a call, call 1 writes 3,000, call 2 reads it."""
+    model = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    p = write(tmp_path, "invocations.json.gz",
+              [without_input_cache_counts(record(0, model, "Converse", 10, 0, 3000), anthropic_body),
+               without_input_cache_counts(record(1, model, "Converse", 10, 3000, 0), anthropic_body)])
+    res = audit([p], AuditOptions(workers=1))
+    assert [(o.usage.input_tokens, o.usage.cache_read_tokens, o.usage.cache_write_tokens) for o in res.outcomes] == \
+        [(3010, 0, 3000), (3010, 3000, 0)]
+    rep = res.scenarios["reported"]
+    assert (rep.prompt_tokens, rep.cached_tokens, rep.cache_write_tokens) == (6020, 3000, 3000)
+    assert not any("no cache fields" in w for w in res.warnings)

@@ -30,7 +30,7 @@ from .common import MAPPING, blob_digest, loads_if_json, require_list, stable_js
 from .fields import parse_time
 from .outcomes import Skipped
 from .reader import BODY_KEYS, Reader
-from .usage import uncached_plus
+from .usage import find_usage, uncached_plus
 
 
 def _with_breakpoint(parts: list[Part], block: Any, path: str) -> None:
@@ -167,6 +167,15 @@ class BedrockReader(Reader):
         session = next((md[k] for k in ("session_id", "sessionId", "session", "conversation_id") if md.get(k)), None)
         region = rec.get("inferenceRegion") or rec.get("region")
         outb = loads_if_json(out.get("outputBodyJson"))
+        if inp.get("cacheReadInputTokenCount") is None and inp.get("cacheWriteInputTokenCount") is None \
+                and isinstance(outb, MAPPING):
+            # records without the cache counts in ``input`` (older logs, and InvokeModel ones) still
+            # hold the response's own usage: Converse ``cacheReadInputTokens`` /
+            # ``cacheWriteInputTokens``, an Anthropic body's ``cache_read_input_tokens`` /
+            # ``cache_creation_input_tokens``; ``inputTokenCount`` is then only the uncached part
+            body_usage = find_usage(outb)
+            if body_usage is not None and body_usage.cache_reported:
+                usage = body_usage
         rparts = _converse_response(outb, n)
         response = Response(None, f"bedrock:{region}" if isinstance(region, str) else None, rparts) \
             if (rparts or region) else None
