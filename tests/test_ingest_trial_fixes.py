@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from promptcache.ingest.usage import normalize_usage
 from promptcache.model import Usage
 from promptcache.pipeline import AuditOptions, audit
@@ -176,6 +178,42 @@ def test_aisdk_v4_provider_metadata_is_a_breakpoint(tmp_path):
             {"role": "user", "content": [{"type": "text", "text": "Hi", "experimental_providerMetadata": EPH}]}]
     (req,) = read_all(write_jsonl(tmp_path / "aisdk4.jsonl", [aisdk_span_line(msgs)]))
     assert marks(req) == [("ai.prompt.messages[0].content", 300), ("ai.prompt.messages[1].content[0]", 300)]
+
+
+def aisdk4_usage_line(usage: dict, provider_metadata: dict) -> dict:
+    """An AI SDK 4 ``doGenerate`` span: ``ai.usage.promptTokens`` / ``completionTokens`` (also as
+    ``gen_ai.usage.*``) and the provider's cache counts only in ``ai.response.providerMetadata``
+    (a JSON string), as a fresh user's export had them."""
+    line = aisdk_span_line([{"role": "system", "content": FILLER}, {"role": "user", "content": "Hi"}])
+    span = line["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    span["attributes"] = [a for a in span["attributes"] if not a["key"].startswith("ai.usage.")] + [
+        {"key": k, "value": {"intValue": str(v)}} for k, v in usage.items()] + [
+        {"key": "ai.response.providerMetadata", "value": {"stringValue": json.dumps(provider_metadata)}}]
+    return line
+
+
+@pytest.mark.parametrize("usage,meta,want", [
+    # @ai-sdk/anthropic 1.x: promptTokens is Anthropic's input_tokens (the uncached remainder)
+    ({"ai.usage.promptTokens": 30, "ai.usage.completionTokens": 60, "gen_ai.usage.input_tokens": 30},
+     {"anthropic": {"cacheCreationInputTokens": 0, "cacheReadInputTokens": 1620}}, (1650, 1620, 0)),
+    ({"ai.usage.promptTokens": 30, "ai.usage.completionTokens": 60},
+     {"anthropic": {"cacheCreationInputTokens": 1620, "cacheReadInputTokens": 0}}, (1650, 0, 1620)),
+    # the raw Messages usage the Anthropic provider also passes: the provider's own bill
+    ({"ai.usage.promptTokens": 110, "ai.usage.completionTokens": 60},
+     {"anthropic": {"cacheCreationInputTokens": 0, "usage": {"input_tokens": 110, "cache_creation_input_tokens": 0,
+                                                            "cache_read_input_tokens": 1620, "output_tokens": 60}}},
+     (1730, 1620, 0)),
+    # @ai-sdk/openai 1.x: promptTokens is OpenAI's prompt_tokens (all of them), cachedPromptTokens inside
+    ({"ai.usage.promptTokens": 1650, "ai.usage.completionTokens": 60}, {"openai": {"cachedPromptTokens": 1536}},
+     (1650, 1536, 0)),
+])
+def test_aisdk4_cache_counts_in_provider_metadata_are_read(tmp_path, usage, meta, want):
+    """They were not: "records report prompt tokens but no cache fields", and a breakpoint-missing
+    loss booked on tokens the log shows were read from the cache."""
+    (req,) = read_all(write_jsonl(tmp_path / "aisdk4.jsonl", [aisdk4_usage_line(usage, meta)]))
+    u = req.usage
+    assert (u.input_tokens, u.cache_read_tokens, u.cache_write_tokens) == want and u.cache_reported
+    assert u.output_tokens == 60
 
 
 def test_langfuse_aisdk_generation_provider_options_are_breakpoints(tmp_path):

@@ -421,6 +421,11 @@ def otel_usage(attrs: Mapping[str, Any]) -> Usage | None:
         return None
 
     inp, read, write = pick(OTEL_INPUT), pick(OTEL_CACHE_READ), pick(OTEL_CACHE_WRITE)
+    if "ai.response.providerMetadata" in attrs:
+        got = _sdk_cache(attrs["ai.response.providerMetadata"], inp, pick(OTEL_OUTPUT),
+                         sdk4=read is None and write is None and "ai.usage.promptTokens" in attrs)
+        if got is not None:
+            return got
     if inp is None and read is None and write is None:
         return None
     # the cache counts are optional ("Recommended") attributes: a span with neither says
@@ -428,6 +433,51 @@ def otel_usage(attrs: Mapping[str, Any]) -> Usage | None:
     reported = read is not None or write is not None
     read, write = read or 0, write or 0
     return Usage(including_cache(inp or 0, read, write), pick(OTEL_OUTPUT) or 0, read, write, cache_reported=reported)
+
+
+def _sdk_cache(meta: Any, prompt: int | None, output: int | None, sdk4: bool) -> Usage | None:
+    """Usage of a Vercel AI SDK ``doGenerate`` span from ``ai.response.providerMetadata`` (a JSON
+    string in the span, an object in some exports), or ``None``:
+
+    - the Anthropic provider's raw Messages usage (``anthropic.usage``: ``input_tokens``, the
+      uncached remainder, and ``cache_read_input_tokens`` / ``cache_creation_input_tokens``),
+      whatever else the span says: it is the provider's own bill;
+    - with ``sdk4`` (AI SDK 4 names, ``ai.usage.promptTokens``, and no cache count among the
+      span's usage attributes), ``anthropic.cacheCreationInputTokens`` / ``cacheReadInputTokens``
+      on top of ``promptTokens`` (Anthropic's ``input_tokens``), or ``openai.cachedPromptTokens``
+      inside it (OpenAI's ``prompt_tokens``)
+      (https://ai-sdk.dev/providers/ai-sdk-providers/anthropic#cache-control,
+      https://ai-sdk.dev/providers/ai-sdk-providers/openai, checked 2026-12-02).
+
+    Raises:
+        BadRecord: when a count is negative or not a number.
+    """
+    if isinstance(meta, str):
+        import orjson
+
+        try:
+            meta = orjson.loads(meta)
+        except orjson.JSONDecodeError:
+            return None
+    if not isinstance(meta, MAPPING):
+        return None
+    a = meta.get("anthropic")
+    raw = a.get("usage") if isinstance(a, MAPPING) else None
+    if isinstance(raw, MAPPING) and "input_tokens" in raw and \
+            ("cache_read_input_tokens" in raw or "cache_creation_input_tokens" in raw):
+        return uncached_plus(raw.get("input_tokens"), raw.get("cache_read_input_tokens"),
+                             raw.get("cache_creation_input_tokens"), raw.get("output_tokens", output),
+                             "ai.response.providerMetadata.anthropic.usage")
+    if not sdk4:
+        return None
+    if isinstance(a, MAPPING) and ("cacheReadInputTokens" in a or "cacheCreationInputTokens" in a):
+        return uncached_plus(prompt, a.get("cacheReadInputTokens"), a.get("cacheCreationInputTokens"), output,
+                             "ai.response.providerMetadata.anthropic")
+    o = meta.get("openai")
+    if isinstance(o, MAPPING) and "cachedPromptTokens" in o:
+        read = count(o.get("cachedPromptTokens"), "ai.response.providerMetadata.openai.cachedPromptTokens") or 0
+        return Usage(including_cache(prompt or 0, read, 0), output or 0, read, 0)
+    return None
 
 
 def uncached_plus(rest: Any, read: Any, write: Any, output: Any, what: str) -> Usage | None:
