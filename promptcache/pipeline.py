@@ -1007,6 +1007,37 @@ def cached_outside_log(outcomes: Sequence[Outcome], candidates: Sequence[Any]) -
             "and the simulated rules (and 'left on the table') understate what was cached"]
 
 
+#: Reader formats of batch APIs' files: the provider whose ``batch_price`` applies, and the API's name.
+BATCH_FORMATS = {"anthropic-batch": ("anthropic", "Anthropic's Message Batches API"),
+                 "anthropic-batch-results": ("anthropic", "Anthropic's Message Batches API"),
+                 "openai-batch-output": ("openai", "OpenAI's Batch API")}
+
+
+def batch_prices(inputs: Sequence[InputStats]) -> list[str]:
+    """One warning per batch API whose files the run read: it bills below the standard prices
+    every cost here is at (the provider file's ``batch_price``, with its source), so the costs
+    overstate those requests' bill; their tokens and cache hits are as shown."""
+    providers = load_providers()
+    files: dict[str, list[str]] = {}
+    for st in inputs:
+        for fmt in st.formats:
+            if fmt in BATCH_FORMATS:
+                paths = files.setdefault(BATCH_FORMATS[fmt][1], [])
+                if st.path not in paths:
+                    paths.append(st.path)
+    out = []
+    for pid, name in dict.fromkeys(BATCH_FORMATS.values()):
+        pf = providers.get(pid)
+        bp = pf.batch_price if pf is not None else None
+        if name not in files or not bp:
+            continue
+        out.append(f"{', '.join(files[name])}: requests of {name}, which bills {bp['what']} at "
+                   f"{bp['multiplier']:.0%} of the standard price ({bp['source']}, checked {bp['checked']}); every cost "
+                   "here is at the standard price, so it overstates these requests' bill (their tokens and cache hits "
+                   "are as shown)")
+    return out
+
+
 def assemble(part: Partial, opts: AuditOptions, book: PriceBook) -> AuditResult:
     """Price a (merged) :class:`Partial` and build the :class:`AuditResult`."""
     from .diagnose.accounting import build as accounting
@@ -1034,6 +1065,7 @@ def assemble(part: Partial, opts: AuditOptions, book: PriceBook) -> AuditResult:
             warnings.append(f"{st.path}: no requests found" + (f" ({st.skipped_lines} record(s) skipped)"
                                                                if st.skipped_lines else " (an empty file?)"))
         warnings.extend(st.notes())
+    warnings.extend(batch_prices(part.inputs))
     span = (part.last_t - part.first_t) if part.first_t is not None and part.last_t is not None else None
     return AuditResult(
         inputs=part.inputs, outcomes=part.outcomes, scenarios=scen, namespaces=nss, rules=part.rules,

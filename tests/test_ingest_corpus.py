@@ -182,3 +182,26 @@ def test_tools_system_breakpoints_and_sessions_are_read(name, tools, system, bre
     assert sum(p.breakpoint is not None for p in r.parts) == breakpoints
     assert r.session == session
     assert [p.role for p in r.parts[tools + 1:]] == ["user", "assistant"] * 3 + ["user"]  # the history, in order
+
+
+@pytest.mark.parametrize("files,named,api,share", [
+    (("anthropic_batch_requests.jsonl", "anthropic_batch_results.jsonl"),
+     ("anthropic_batch_requests.jsonl", "anthropic_batch_results.jsonl"), "Anthropic's Message Batches API", "50%"),
+    # an OpenAI batch's input lines read as Chat Completions bodies: the output file tells the batch
+    (("openai_batch_input.jsonl", "openai_batch_output.jsonl"), ("openai_batch_output.jsonl",), "OpenAI's Batch API", "50%"),
+])
+def test_a_batch_apis_discount_is_said_where_costs_are_at_standard_prices(files, named, api, share):
+    """Batch APIs bill below the standard prices every cost is computed at (the rules files'
+    ``batch_price``, with its source): the audit says so once per API, naming its files (a fresh
+    user's Message Batches audit showed every cost about twice the bill, with no word)."""
+    from promptcache.pipeline import audit
+    from promptcache.simulate.rules import load_providers
+
+    res = audit([FORMATS / n for n in files])
+    (w,) = [w for w in res.warnings if api in w]
+    pid = "anthropic" if api.startswith("Anthropic") else "openai"
+    bp = load_providers()[pid].batch_price
+    assert f"at {share} of the standard price" in w and bp["source"] in w and bp["what"] in w
+    assert all(n in w for n in named) and all(n not in w for n in set(files) - set(named))
+    plain = audit([FORMATS / "litellm_spend_logs.jsonl"])
+    assert not [w for w in plain.warnings if "batch API" in w.lower() or "Batches API" in w]

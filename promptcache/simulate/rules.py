@@ -24,7 +24,7 @@ MODES = ("prefix", "boundaries", "breakpoints", "slots", "units")
 
 _FILE_KEYS = {"id", "name", "kind", "source", "checked", "notes", "render", "tokenizer", "namespace",
               "retention", "models", "min_tokens", "ttl_options", "route", "token_ratio", "upstreams",
-              "upstream_providers", "sticky_seconds", "facts", "lifetimes", "lifetime_request"}
+              "upstream_providers", "sticky_seconds", "facts", "lifetimes", "lifetime_request", "batch_price"}
 _MODEL_KEYS = {"match", "mode", "min_tokens", "granularity", "block_size", "full_blocks_only", "max_hit_offset",
                "ttl_seconds", "refresh_on_hit", "eviction", "bills_writes", "source", "checked", "lookback",
                "max_breakpoints", "max_writes", "select", "implicit", "max_cached_tokens", "notes", "endings",
@@ -166,6 +166,9 @@ class ProviderFile:
     facts: tuple[Mapping[str, Any], ...] = ()
     lifetimes: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = ()
     lifetime_request: str = ""
+    #: The provider's batch API price against the standard one: ``multiplier``, ``what`` it
+    #: applies to, ``source``, ``checked`` (``None``: no batch API, or none known).
+    batch_price: Mapping[str, Any] | None = None
 
     @property
     def is_router(self) -> bool:
@@ -332,6 +335,13 @@ def parse_provider_file(path: Path) -> ProviderFile:
             raise ConfigError(f"{where}: options {bad} are not in 'retention' or 'ttl_options'")
         check_source(e, where)
         lifetimes.append((_patterns(e.get("match"), where), tuple(str(o) for o in e["options"])))
+    batch = d.get("batch_price")
+    if batch is not None:
+        m = batch.get("multiplier") if isinstance(batch, dict) else None
+        if not isinstance(m, (int, float)) or isinstance(m, bool) or not 0 < m <= 1 or not isinstance(batch.get("what"), str):
+            raise ConfigError(f"{path}: batch_price needs a 'multiplier' in (0, 1], 'what' (what it applies to), "
+                              "'source' and 'checked'")
+        check_source(batch, f"{path}: batch_price")
     retention = {}
     for k, v in (d.get("retention") or {}).items():
         check_source(v, f"{path}: retention.{k}")
@@ -347,7 +357,7 @@ def parse_provider_file(path: Path) -> ProviderFile:
         token_ratio=tuple(ratios), upstreams={str(k).lower(): str(v) for k, v in (d.get("upstreams") or {}).items()},
         upstream_providers={str(k).lower(): str(v) for k, v in (d.get("upstream_providers") or {}).items()},
         sticky_seconds=d.get("sticky_seconds"), facts=tuple(facts), lifetimes=tuple(lifetimes),
-        lifetime_request=str(d.get("lifetime_request") or ""),
+        lifetime_request=str(d.get("lifetime_request") or ""), batch_price=batch,
     )
 
 
