@@ -286,6 +286,16 @@ def drop_usage(rec: Any) -> None:
             inp.pop(k, None)
         if isinstance(out, dict):
             out.pop("outputTokenCount", None)
+            body = out.get("outputBodyJson")  # the response's own usage, read where ``input`` has no cache counts
+            if isinstance(body, str) and '"usage"' in body:
+                try:
+                    got = orjson.loads(body)
+                except orjson.JSONDecodeError:
+                    got = None
+                if isinstance(got, dict) and got.pop("usage", None) is not None:
+                    out["outputBodyJson"] = orjson.dumps(got).decode()
+            elif isinstance(body, dict):
+                body.pop("usage", None)
 
 
 #: Where a record names who served it (``Request.response.upstream``): a gateway record's
