@@ -21,6 +21,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
+
 from ..errors import BadRecord
 from ..model import Usage
 from .common import MAPPING
@@ -453,8 +455,6 @@ def _sdk_cache(meta: Any, prompt: int | None, output: int | None, sdk4: bool) ->
         BadRecord: when a count is negative or not a number.
     """
     if isinstance(meta, str):
-        import orjson
-
         try:
             meta = orjson.loads(meta)
         except orjson.JSONDecodeError:
