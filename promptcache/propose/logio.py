@@ -266,16 +266,7 @@ def drop_usage(rec: Any) -> None:
     for k in ROW_COUNTS:
         if rec.get(k) is not None:
             rec[k] = None
-    md = rec.get("metadata")  # LiteLLM: metadata.usage_object, the metadata an object or JSON text
-    if isinstance(md, str) and "usage_object" in md:
-        try:
-            got = orjson.loads(md)
-        except orjson.JSONDecodeError:
-            got = None
-        if isinstance(got, dict) and got.pop("usage_object", None) is not None:
-            rec["metadata"] = orjson.dumps(got).decode()
-    elif isinstance(md, dict):
-        md.pop("usage_object", None)
+    _drop_key(rec, "metadata", "usage_object")  # LiteLLM: metadata.usage_object
     m = rec.get("metrics")
     if isinstance(m, dict) and "span_attributes" in rec:  # Braintrust: the counts in the span's metrics
         for k in ("prompt_tokens", "prompt_cached_tokens", "prompt_cache_creation_tokens", "tokens", "completion_tokens"):
@@ -286,16 +277,21 @@ def drop_usage(rec: Any) -> None:
             inp.pop(k, None)
         if isinstance(out, dict):
             out.pop("outputTokenCount", None)
-            body = out.get("outputBodyJson")  # the response's own usage, read where ``input`` has no cache counts
-            if isinstance(body, str) and '"usage"' in body:
-                try:
-                    got = orjson.loads(body)
-                except orjson.JSONDecodeError:
-                    got = None
-                if isinstance(got, dict) and got.pop("usage", None) is not None:
-                    out["outputBodyJson"] = orjson.dumps(got).decode()
-            elif isinstance(body, dict):
-                body.pop("usage", None)
+            _drop_key(out, "outputBodyJson", "usage")  # the response's own, read where ``input`` has no cache counts
+
+
+def _drop_key(holder: dict, name: str, key: str) -> None:
+    """Remove ``key`` from ``holder[name]``, an object or its JSON text (re-encoded without it)."""
+    value = holder.get(name)
+    if isinstance(value, str) and f'"{key}"' in value:
+        try:
+            got = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return
+        if isinstance(got, dict) and got.pop(key, None) is not None:
+            holder[name] = orjson.dumps(got).decode()
+    elif isinstance(value, dict):
+        value.pop(key, None)
 
 
 #: Where a record names who served it (``Request.response.upstream``): a gateway record's
