@@ -410,18 +410,9 @@ class _Pipeline:
             ns += f"/upstream={route.upstream}"
         if "cache_key" in pf.namespace and req.cache_key:
             ns += f"/key={self.shown('cache_key', req.cache_key)}"
-        if "service_tier" in pf.namespace and req.params and req.params.get("service_tier"):
-            tier = str(req.params["service_tier"])
-            if tier not in ("auto", "default"):
-                ns += f"/tier={tier}"
-        for part in pf.namespace:
-            if part.startswith("affinity:") and req.affinity:
-                name = part.partition(":")[2]
-                v = req.affinity.get(name)
-                if v is None:
-                    v = next((x for k, x in req.affinity.items() if k.lower() == name), None)
-                if v:
-                    ns += f"/{name}={self.shown(name, str(v))}"
+        for name, v in pf.partitions(req):
+            if v is not None:
+                ns += f"/tier={v}" if name == "service_tier" else f"/{name}={self.shown(name, v)}"
         if pf.id in _SELECTING and rules.mode != "prefix":
             ns += "/explicit"
         return ns

@@ -365,24 +365,6 @@ def deep_canonical_json(text: str) -> str:
         return text
 
 
-def _tier(req: Request) -> str | None:
-    """The service tier a request asks for, as the simulation partitions by it (``auto`` and
-    ``default`` are the default tier: ``None``)."""
-    tier = req.params.get("service_tier") if req.params else None
-    return str(tier) if tier and tier not in ("auto", "default") else None
-
-
-def _affinity(req: Request, name: str) -> str | None:
-    """A request's value of routing identifier ``name`` (headers are matched case-insensitively,
-    as the simulation's namespace matches them)."""
-    if not req.affinity:
-        return None
-    v = req.affinity.get(name)
-    if v is None:
-        v = next((x for k, x in req.affinity.items() if k.lower() == name), None)
-    return str(v) if v else None
-
-
 def _tool_name(p: Part) -> str:
     try:
         d = json.loads(p.text)
@@ -1258,19 +1240,13 @@ class Diagnoser:
         rule = self._first("routing", "check", "partition")
         if rule is None or writer is None or step.context is None:
             return None
-        r, w, pf = step.request, writer[0], step.context.pf
-        for part in pf.namespace:
-            if part == "service_tier":
-                name = part
-                now, before = _tier(r), _tier(w)
-                shown_now, shown_before = now or "default", before or "default"
-            elif part.startswith("affinity:"):
-                name = part.partition(":")[2]
-                now, before = _affinity(r, name), _affinity(w, name)
-                shown_now, shown_before = identifier(name, now) or "none", identifier(name, before) or "none"
-            else:
-                continue
+        pf = step.context.pf
+        for (name, now), (_, before) in zip(pf.partitions(step.request), pf.partitions(writer[0])):
             if now != before:
+                if name == "service_tier":
+                    shown_now, shown_before = now or "default", before or "default"
+                else:
+                    shown_now, shown_before = identifier(name, now) or "none", identifier(name, before) or "none"
                 model = step.outcome.model or "-"
                 return rule, (model, name), None, None, \
                     Evidence({"field": name, "before": shown_before, "after": shown_now, "model": model,

@@ -170,6 +170,28 @@ class ProviderFile:
     #: applies to, ``source``, ``checked`` (``None``: no batch API, or none known).
     batch_price: Mapping[str, Any] | None = None
 
+    def partitions(self, req: Any) -> list[tuple[str, str | None]]:
+        """``(field, value)`` of each field besides the model and the cache key that this
+        provider keeps separate caches by (``namespace``), for a request
+        (:class:`~promptcache.model.Request`): ``service_tier`` first (``None`` for the default
+        tier, ``auto`` or ``default``), then each ``affinity:<name>`` routing identifier in the
+        file's order (``None`` when the request carries none; header names match
+        case-insensitively)."""
+        out: list[tuple[str, str | None]] = []
+        if "service_tier" in self.namespace:
+            tier = req.params.get("service_tier") if req.params else None
+            out.append(("service_tier", str(tier) if tier and str(tier) not in ("auto", "default") else None))
+        for part in self.namespace:
+            if part.startswith("affinity:"):
+                name = part.partition(":")[2]
+                v = None
+                if req.affinity:
+                    v = req.affinity.get(name)
+                    if v is None:
+                        v = next((x for k, x in req.affinity.items() if k.lower() == name), None)
+                out.append((name, str(v) if v else None))
+        return out
+
     @property
     def is_router(self) -> bool:
         """A router (OpenRouter) applies its upstream's rules, not its own."""
