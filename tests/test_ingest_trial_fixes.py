@@ -216,6 +216,61 @@ def test_aisdk4_cache_counts_in_provider_metadata_are_read(tmp_path, usage, meta
     assert u.output_tokens == 60
 
 
+def aisdk5_usage_line(usage: dict, provider_metadata: dict | None, provider: str = "anthropic.messages") -> dict:
+    """An AI SDK 5 ``doGenerate`` span: ``ai.usage.inputTokens`` / ``cachedInputTokens`` (and
+    ``gen_ai.usage.input_tokens``, the same count), the Anthropic provider's cache writes only in
+    ``ai.response.providerMetadata`` (@ai-sdk/anthropic 2.x: ``inputTokens: input_tokens``,
+    ``cachedInputTokens: cache_read_input_tokens``, ``providerMetadata.anthropic
+    .cacheCreationInputTokens``; vercel/ai ``packages/anthropic/src/anthropic-messages-language-model.ts``)."""
+    line = aisdk4_usage_line(usage, provider_metadata or {})
+    span = line["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    span["attributes"] = [a for a in span["attributes"] if not (a["key"] == "ai.model.provider" or
+                          (provider_metadata is None and a["key"] == "ai.response.providerMetadata"))] + [
+        {"key": "ai.model.provider", "value": {"stringValue": provider}}]
+    return line
+
+
+@pytest.mark.parametrize("usage,meta,provider,want", [
+    # a cache read: 30 uncached + 1,620 read = 1,650 prompt tokens
+    ({"ai.usage.inputTokens": 30, "gen_ai.usage.input_tokens": 30, "ai.usage.cachedInputTokens": 1620,
+      "ai.usage.outputTokens": 60}, {"anthropic": {"cacheCreationInputTokens": 0}}, "anthropic.messages",
+     (1650, 1620, 0)),
+    # a cache write, seen only in provider metadata: 30 + 1,620 written
+    ({"ai.usage.inputTokens": 30, "ai.usage.cachedInputTokens": 0, "ai.usage.outputTokens": 60},
+     {"anthropic": {"cacheCreationInputTokens": 1620}}, "anthropic.messages", (1650, 0, 1620)),
+    # uncached larger than the read (so "a count smaller than its cache parts" does not tell):
+    # 2,000 + 1,620 read + 300 written = 3,920, not 2,000 with 1,620 of them read
+    ({"ai.usage.inputTokens": 2000, "ai.usage.cachedInputTokens": 1620, "ai.usage.outputTokens": 60},
+     {"anthropic": {"cacheCreationInputTokens": 300}}, "anthropic.messages", (3920, 1620, 300)),
+    # Claude on Vertex AI through @ai-sdk/google-vertex/anthropic, provider metadata not logged
+    ({"ai.usage.inputTokens": 2000, "ai.usage.cachedInputTokens": 1620, "ai.usage.outputTokens": 60},
+     None, "vertex.anthropic.messages", (3620, 1620, 0)),
+    # @ai-sdk/openai 2.x: inputTokens is prompt_tokens, the cached ones included
+    ({"ai.usage.inputTokens": 2000, "ai.usage.cachedInputTokens": 1536, "ai.usage.outputTokens": 60},
+     {"openai": {"reasoningTokens": 0}}, "openai.chat", (2000, 1536, 0)),
+    # v6 names: inputTokens is the whole prompt whichever provider served it
+    ({"ai.usage.inputTokens": 3920, "ai.usage.cachedInputTokens": 1620, "ai.usage.outputTokens": 60,
+      "ai.usage.inputTokenDetails.noCacheTokens": 2000, "ai.usage.inputTokenDetails.cacheReadTokens": 1620,
+      "ai.usage.inputTokenDetails.cacheWriteTokens": 300},
+     {"anthropic": {"cacheCreationInputTokens": 300}}, "anthropic.messages", (3920, 1620, 300)),
+])
+def test_aisdk5_anthropic_input_is_the_uncached_remainder(tmp_path, usage, meta, provider, want):
+    """A fresh user's AI SDK 5 export: the cache write in ``providerMetadata`` was not read and
+    ``inputTokens`` was taken as the whole prompt, so a request that read 1,620 tokens and wrote
+    300 showed 2,000 prompt tokens with 1,620 of them read and nothing written."""
+    (req,) = read_all(write_jsonl(tmp_path / "aisdk5.jsonl", [aisdk5_usage_line(usage, meta, provider)]))
+    u = req.usage
+    assert (u.input_tokens, u.cache_read_tokens, u.cache_write_tokens) == want and u.cache_reported
+    assert u.output_tokens == 60
+
+
+def test_aisdk5_anthropic_without_cache_counts_reports_no_cache(tmp_path):
+    """A v5 Anthropic span with neither a cache count nor provider metadata says nothing of the
+    cache: its 3,100 input tokens are the prompt, with no cache reported (not 0 cached)."""
+    (req,) = read_all(write_jsonl(tmp_path / "aisdk5.jsonl", [aisdk_span_line([{"role": "user", "content": "Hi"}])]))
+    assert req.usage.input_tokens == 3100 and not req.usage.cache_reported
+
+
 def test_langfuse_aisdk_generation_provider_options_are_breakpoints(tmp_path):
     """A Langfuse observation export row of an AI SDK generation (the doStream leaf): ``input`` is
     the SDK's message list, as in tests/data/producers/langfuse_trace_vercel_aisdk.json."""

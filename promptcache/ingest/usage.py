@@ -391,7 +391,8 @@ def helicone_usage(rec: Mapping[str, Any]) -> Usage | None:
 #: https://arize-ai.github.io/openinference/spec/attributes/semantic-conventions.html; checked 2026-11-29).
 #: The Vercel AI SDK's ``ai.usage.*`` come last (``inputTokens`` includes ``cachedInputTokens``:
 #: https://ai-sdk.dev/docs/ai-sdk-core/telemetry, v5 ``ai.usage.cachedInputTokens``, v6
-#: ``ai.usage.inputTokenDetails.cacheReadTokens`` / ``cacheWriteTokens``; checked 2026-12-01).
+#: ``ai.usage.inputTokenDetails.cacheReadTokens`` / ``cacheWriteTokens``; checked 2026-12-01),
+#: except from v5's Anthropic provider (:func:`_sdk5_anthropic`).
 OTEL_INPUT = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt",
               "ai.usage.inputTokens", "ai.usage.promptTokens")
 OTEL_OUTPUT = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion",
@@ -409,8 +410,10 @@ def otel_usage(attrs: Mapping[str, Any]) -> Usage | None:
     """Usage of an OpenTelemetry GenAI span from its attributes (current and legacy names,
     :data:`OTEL_INPUT` ...). The conventions say ``gen_ai.usage.input_tokens`` "SHOULD include
     all types of input tokens, including cached tokens", so it is read with
-    :func:`including_cache`. ``None`` when the span reports no input count and no cache count;
-    ``cache_reported=False`` when it reports an input count and neither cache count.
+    :func:`including_cache`; AI SDK spans' provider metadata (:func:`_sdk_cache`) and AI SDK 5's
+    Anthropic provider (:func:`_sdk5_anthropic`) report the uncached remainder. ``None`` when
+    the span reports no input count and no cache count; ``cache_reported=False`` when it
+    reports an input count and neither cache count.
 
     Raises:
         BadRecord: when a count is negative or not a number.
@@ -423,11 +426,18 @@ def otel_usage(attrs: Mapping[str, Any]) -> Usage | None:
         return None
 
     inp, read, write = pick(OTEL_INPUT), pick(OTEL_CACHE_READ), pick(OTEL_CACHE_WRITE)
-    if "ai.response.providerMetadata" in attrs:
-        got = _sdk_cache(attrs["ai.response.providerMetadata"], inp, pick(OTEL_OUTPUT),
+    meta = attrs.get("ai.response.providerMetadata")
+    if meta is not None:
+        got = _sdk_cache(meta, inp, pick(OTEL_OUTPUT),
                          sdk4=read is None and write is None and "ai.usage.promptTokens" in attrs)
         if got is not None:
             return got
+    if _sdk5_anthropic(attrs, meta):
+        # AI SDK 5's Anthropic provider: inputTokens is Messages' input_tokens (the uncached
+        # remainder), cachedInputTokens its cache reads, the writes only in provider metadata
+        w5 = _sdk5_cache_write(meta)
+        if read is not None or w5 is not None:
+            return uncached_plus(inp, read, w5, pick(OTEL_OUTPUT), "ai.usage")
     if inp is None and read is None and write is None:
         return None
     # the cache counts are optional ("Recommended") attributes: a span with neither says
@@ -454,13 +464,7 @@ def _sdk_cache(meta: Any, prompt: int | None, output: int | None, sdk4: bool) ->
     Raises:
         BadRecord: when a count is negative or not a number.
     """
-    if isinstance(meta, str):
-        try:
-            meta = orjson.loads(meta)
-        except orjson.JSONDecodeError:
-            return None
-    if not isinstance(meta, MAPPING):
-        return None
+    meta = _sdk_meta(meta)
     a = meta.get("anthropic")
     raw = a.get("usage") if isinstance(a, MAPPING) else None
     if isinstance(raw, MAPPING) and "input_tokens" in raw and \
@@ -478,6 +482,45 @@ def _sdk_cache(meta: Any, prompt: int | None, output: int | None, sdk4: bool) ->
         read = count(o.get("cachedPromptTokens"), "ai.response.providerMetadata.openai.cachedPromptTokens") or 0
         return Usage(including_cache(prompt or 0, read, 0), output or 0, read, 0)
     return None
+
+
+#: v6 names: their ``ai.usage.inputTokens`` is the whole prompt, whichever provider served it.
+_SDK6_DETAILS = ("ai.usage.inputTokenDetails.noCacheTokens", "ai.usage.inputTokenDetails.cacheReadTokens",
+                 "ai.usage.inputTokenDetails.cacheWriteTokens")
+
+
+def _sdk5_anthropic(attrs: Mapping[str, Any], meta: Any) -> bool:
+    """Whether a span is an AI SDK 5 call through the Anthropic provider (``ai.usage.inputTokens``
+    without v6's ``inputTokenDetails``; ``ai.model.provider`` ``anthropic.messages`` or
+    ``vertex.anthropic.messages``, or ``anthropic`` in its provider metadata). Its
+    ``inputTokens`` is Anthropic's ``input_tokens``, the uncached remainder, and
+    ``cachedInputTokens`` the cache reads; the writes are in
+    ``providerMetadata.anthropic.cacheCreationInputTokens`` only (@ai-sdk/anthropic 2.x
+    ``doGenerate`` and ``doStream``: https://github.com/vercel/ai/blob/002ebb662831968620b3f711a92b4f4c78637f14/packages/anthropic/src/anthropic-messages-language-model.ts,
+    checked 2026-12-02; v6 reports the whole prompt with its details)."""
+    if "ai.usage.inputTokens" not in attrs or any(k in attrs for k in _SDK6_DETAILS):
+        return False
+    prov = attrs.get("ai.model.provider")
+    if isinstance(prov, str) and prov.lower().endswith("anthropic.messages"):
+        return True
+    return "anthropic" in _sdk_meta(meta)
+
+
+def _sdk_meta(meta: Any) -> Mapping[str, Any]:
+    """``ai.response.providerMetadata`` as an object (a JSON string in the span, an object in
+    some exports); empty when it is absent or not an object."""
+    if isinstance(meta, (str, bytes)):
+        try:
+            meta = orjson.loads(meta)
+        except orjson.JSONDecodeError:
+            return {}
+    return meta if isinstance(meta, MAPPING) else {}
+
+
+def _sdk5_cache_write(meta: Any) -> Any:
+    """``providerMetadata.anthropic.cacheCreationInputTokens`` of an AI SDK 5 span, or ``None``."""
+    a = _sdk_meta(meta).get("anthropic")
+    return a.get("cacheCreationInputTokens") if isinstance(a, MAPPING) else None
 
 
 def uncached_plus(rest: Any, read: Any, write: Any, output: Any, what: str) -> Usage | None:
