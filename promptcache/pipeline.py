@@ -385,16 +385,28 @@ class _Pipeline:
     def price_context(self, pf: ProviderFile, req: Request, rules: CacheRules) -> tuple[tuple[str, str], ...]:
         """What picks among a model's prices (genai-prices price variants): the request's
         ``service_tier`` (OpenAI, Azure: flex, priority ...), Qwen's explicit cache reads."""
-        ctx: tuple[tuple[str, str], ...] = ()
-        tier = req.params.get("service_tier") if req.params else None
-        if tier and tier not in ("auto", "default") and "service_tier" in pf.namespace:
-            ctx = (("service_tier", str(tier)),)
+        tier = next((v for name, v in pf.partitions(req) if name == "service_tier"), None)
+        ctx: tuple[tuple[str, str], ...] = (("service_tier", tier),) if tier is not None else ()
         if pf.id in _SELECTING and rules.mode != "prefix":
             ctx += (("cache_mode", "explicit"),)
         return ctx
 
+    def cache_model(self, route: Route, pf: ProviderFile, req: Request) -> str:
+        """The model a request's caches are keyed by: its model without a routing prefix the
+        rules file declares (``route.prefixes``) where no router stands between (LiteLLM's
+        ``xai/grok-4`` reaches xAI as ``grok-4``: one model, one cache); ``-`` without a model.
+        The namespace label and the ideal cache (:func:`ideal_key`) both take it, so a request
+        never shares a simulated cache it does not share in the ideal one."""
+        model = req.model or "-"
+        head, sep, rest = model.partition("/")
+        if sep and rest and not route.via and head.lower() in pf.route.get("prefixes", ()):
+            return rest
+        return model
+
     def namespace(self, route: Route, pf: ProviderFile, req: Request, rules: CacheRules) -> str:
-        """The cache namespace label of a request: rules (and router), model, and what the
+        """The cache namespace label of a request: rules (and router), model (without a
+        routing prefix the rules file declares: ``xai/grok-4`` and ``grok-4`` on xAI's rules are
+        one model in one cache), and what the
         provider partitions by (``cache_key``, ``service_tier``, ``affinity:<name>``: a routing
         identifier the log carries, such as xAI's ``x-grok-conv-id`` or Fireworks'
         ``x-session-affinity``), the upstream behind a router, and the cache mode where a
@@ -405,7 +417,7 @@ class _Pipeline:
         show it: :mod:`promptcache.diagnose.redact`), the value itself only with ``show_text``
         (``--show-text``). Two values whose fingerprints collide get ``-2``, ``-3`` ... in order
         of first use, so that the label still tells namespaces apart."""
-        ns = f"{route.label}/{req.model or '-'}"
+        ns = f"{route.label}/{self.cache_model(route, pf, req)}"
         if route.via and route.upstream:
             ns += f"/upstream={route.upstream}"
         if "cache_key" in pf.namespace and req.cache_key:
@@ -439,13 +451,14 @@ class _Pipeline:
 _SELECTING: set[str] = set()
 
 
-def ideal_key(req: Request, ctx: Context | None, prompt: Prompt) -> tuple[str, str]:
-    """The ideal cache a request's prompt is looked up in: its model, and what makes its units
+def ideal_key(model: str, ctx: Context | None, prompt: Prompt) -> tuple[str, str]:
+    """The ideal cache a request's prompt is looked up in: its model (as its caches are keyed,
+    :meth:`_Pipeline.cache_model`), and what makes its units
     comparable with other prompts' (the tokenizer's name; a hashed trace's block size). Requests
     of one model share one ideal cache whatever upstream or rules file serves them (a router's
     switch between upstreams is a gap to the ideal, never a second ideal); two tokenizers'
     ids cannot share a tree (:meth:`_Pipeline.warn` says so where one model gets two)."""
-    return (req.model or "-", ctx.tokenizer.name if ctx is not None else f"blocks:{prompt.unit_tokens}")
+    return (model, ctx.tokenizer.name if ctx is not None else f"blocks:{prompt.unit_tokens}")
 
 
 def _divergence(prompt: Prompt, ctx: Context | None, at: int) -> Divergence:
@@ -555,6 +568,7 @@ class Pipeline:
         self.paths = list(paths)
         self.requests = requests
         self.partition = partition  # (index, count): only the requests of one namespace partition
+        self._route_heads: frozenset[str] | None = None  # every rules file's routing prefixes (partition_of)
         self.first_t: float | None = None
         self.last_t: float | None = None
 
@@ -649,14 +663,28 @@ class Pipeline:
         """The partition (of ``n``) of a request: a stable hash of its model, which every cache
         it touches is keyed by (its ideal cache holds the model's traffic whatever upstream or
         rules file serves it; each simulated namespace is one model's), so every cache, ideal
-        and simulated, lives in one partition."""
-        return zlib.crc32((req.model or "-").encode()) % n
+        and simulated, lives in one partition. The model is hashed without the routing prefixes
+        any rules file declares, all of them from the front: that is never finer than
+        :meth:`_Pipeline.cache_model` (which drops one, where its own file declares it), so
+        ``xai/grok-4`` and ``grok-4`` land in one partition as they share one cache."""
+        heads = self._route_heads
+        if heads is None:
+            heads = self._route_heads = frozenset(str(h).lower() for f in self.state.providers.values()
+                                                  for h in f.route.get("prefixes", ()))
+        model = req.model or "-"
+        while True:
+            head, sep, rest = model.partition("/")
+            if not (sep and rest and head.lower() in heads):
+                break
+            model = rest
+        return zlib.crc32(model.encode()) % n
 
     def _simulate(self, req: Request, pf: ProviderFile, ctx: Context | None, prompt: Prompt) -> Step:
         pipe = self.state
         rules = pipe.rules_for(pf, req)
-        model = req.model or "-"
-        ns = pipe.namespace(pipe.route_for(req), pf, req, rules)
+        route = pipe.route_for(req)
+        model = pipe.cache_model(route, pf, req)
+        ns = pipe.namespace(route, pf, req, rules)
         got = pipe.ns_rules.get(ns)
         if got is None:
             pipe.ns_rules[ns] = rules
@@ -666,7 +694,7 @@ class Pipeline:
         pipe.index += 1
         paths = prompt.seg_paths if prompt.seg_paths is not None else tuple(s.path for s in prompt.segments)
         ref = RequestRef(idx, req.id, req.source.line, req.source.path, array("I", prompt.seg_ends), pipe.shape(paths))
-        key = ideal_key(req, ctx, prompt)
+        key = ideal_key(model, ctx, prompt)
         if key not in pipe.sim.ideal:
             pipe.tokenizer_first.setdefault(key[1], idx)
             first = pipe.ideal_tokenizers.setdefault(key[0], key[1])
