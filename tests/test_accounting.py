@@ -454,3 +454,55 @@ def test_a_switch_to_a_model_that_caches_nothing_here_still_loses_the_prefix(tmp
     assert res.outcomes[1].cached_tokens == 0
     (f,) = [f for f in res.findings if f.rule.id == "parameter-changed"]
     assert (f.tokens_lost, f.requests, f.line) == (s, 1, 2)
+
+
+# ------------------------------------------------------------------ a content cause under the minimum
+
+def _clocked_haiku(repeats: int) -> list[dict]:
+    """Three calls to Claude Haiku 3.5 (a 2,048-token minimum on Anthropic) whose system prompt,
+    with a breakpoint at its end, starts with the time of the call."""
+    rules = "Refunds go to the original payment method within five business days. " * repeats
+    return [{"timestamp": t, "request": {"model": "claude-3-5-haiku-20241022", "max_tokens": 100,
+                                         "system": [{"type": "text", "text": f"Current time: 2026-11-02T09:0{t}:00Z\n{rules}",
+                                                     "cache_control": {"type": "ephemeral"}}],
+                                         "messages": [{"role": "user", "content": f"Where is order {t}?"}]}}
+            for t in (0, 1, 2)]
+
+
+def test_a_content_cause_under_the_minimum_costs_nothing_under_the_rules(tmp_log):
+    """Bedrock/Anthropic Haiku 3.5 prompts of ~1,000 tokens with a timestamp in front (a helper's
+    probe log): the timestamp is the cause the text shows and keeps its tokens (the content gap
+    is measured against the ideal cache), but each prompt is shorter than the 2,048-token
+    minimum, so undone the provider would still cache none of it: it was listed as money
+    lost under the simulated rules."""
+    res = audit([tmp_log(_clocked_haiku(80))], AuditOptions())
+    assert res.outcomes[1].prompt_tokens < 2048  # the whole prompt is under the minimum
+    f = next(f for f in res.findings if f.rule.id == "timestamp-in-prefix")
+    assert f.requests == 2 and f.tokens_lost > 1500  # each of calls 2 and 3 loses the ~1,000-token system prompt
+    assert f.cost_usd_lost == Decimal(0)
+    assert f.evidence["under_minimum"] == {"requests": 2, "tokens": f.tokens_lost, "min_tokens": 2048}
+    assert "all 2 requests are shorter than the 2,048-token minimum" in f.message and "costs nothing" in f.message
+    assert res.accounting.cost["content"] == Decimal(0)
+    # the same log with a system prompt past the minimum: the timestamp's loss is money
+    res = audit([tmp_log(_clocked_haiku(200), "long.jsonl")], AuditOptions())
+    assert res.outcomes[1].shared_prefix_tokens < 20 < 2048 < res.outcomes[1].prompt_tokens
+    f = next(f for f in res.findings if f.rule.id == "timestamp-in-prefix")
+    assert f.cost_usd_lost > 0 and "under_minimum" not in f.evidence and "minimum" not in f.message
+
+
+def test_an_interleaved_long_prompt_is_not_valued_as_under_the_minimum(tmp_log):
+    """Long and short prompts alternate (a helper's probe: a document in every other call). The
+    third call, compared with the short second one, shares fewer tokens than the minimum even
+    with the timestamp undone; but undone it would read the first call's long prompt, so only
+    the short calls (2 and 4, each shorter than the 2,048-token minimum) cost nothing."""
+    long_, short = _clocked_haiku(200), _clocked_haiku(80)
+    recs = [long_[0], short[1], long_[2], {**short[1], "timestamp": 3}]
+    recs[3] = {"timestamp": 3, "request": {**short[1]["request"], "system": [
+        {**short[1]["request"]["system"][0],
+         "text": short[1]["request"]["system"][0]["text"].replace("09:01", "09:03")}]}}
+    res = audit([tmp_log(recs)], AuditOptions())
+    assert [o.prompt_tokens > 2048 for o in res.outcomes] == [True, False, True, False]
+    f = next(f for f in res.findings if f.rule.id == "timestamp-in-prefix")
+    assert f.requests == 3 and f.cost_usd_lost > 0
+    assert f.evidence["under_minimum"]["requests"] == 2
+    assert "2 of the 3 requests are shorter than the 2,048-token minimum" in f.message

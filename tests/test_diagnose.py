@@ -98,7 +98,9 @@ def test_timestamp_only_difference_is_named_and_priced(tmp_log):
 
 
 def test_evidence_is_redacted_unless_asked(tmp_log):
-    shared = "Refunds go to the original payment method within five business days. " * 5
+    # long enough (about 1,200 tokens) that, with the e-mail moved, gpt-4o's 1,024-token
+    # minimum is met: the cause then costs money and ranks first
+    shared = "Refunds go to the original payment method within five business days. " * 90
     recs = [{"timestamp": t, "model": "gpt-4o", "messages": [
         {"role": "system", "content": f"Customer e-mail: {mail}. " + shared}, {"role": "user", "content": "Refund?"}]}
         for t, mail in ((0, "ana.silva@example.com"), (5, "ben.okafor@example.com"))]

@@ -467,8 +467,18 @@ class Diagnoser:
              token: int | None, evidence: dict[str, Any] | Evidence, lost: int, cost: Decimal | None,
              gap: str | None = "content", **values: Any) -> None:
         """Record one cause instance; ``gap`` names the accounting gap its tokens belong to
-        (``content`` for what :meth:`_pair` locates in the text)."""
+        (``content`` for what :meth:`_pair` locates in the text). A content loss on a request
+        whose whole prompt is shorter than the rules' minimum (``min_tokens``) keeps its tokens
+        (the gap is measured against the ideal cache) but costs nothing under the simulated
+        rules, which would cache none of it with the change undone; ``values["under_minimum"]``
+        says so. (A longer prompt is valued as usual: undone, it could match any cached prompt,
+        not only the one it is compared with.)"""
         o = step.outcome
+        if gap == "content" and lost > 0 and o.prompt_tokens < step.rules.min_tokens:
+            # shorter than the minimum: the simulated rules cache none of this request however
+            # its prefix reads, so the change costs nothing under them
+            cost = None if cost is None else Decimal(0)
+            values = {**values, "under_minimum": step.rules.min_tokens}
         if not isinstance(evidence, Evidence) and any(isinstance(v, (Excerpt, Personal)) for v in evidence.values()):
             evidence = Evidence(evidence, self.show)  # quotes are formatted (and redacted) when shown
         self._buf.append(Candidate(rule, key, o.index, o.path, o.line, segment, char, token, evidence, lost, cost, values,

@@ -175,7 +175,22 @@ def aggregate(cands: list[Candidate]) -> list[Finding]:
         n = len({c.index for c in cs if c.tokens_lost > 0} or {c.index for c in cs})
         values = {"requests": n, "tokens_lost": f"{tokens:,}", "segment": first.segment,
                   **{k: v for k, v in evidence.items() if isinstance(v, (str, int, float))}, **first.values}
-        out.append(Finding(first.rule, first.rule.format(**values), first.path, first.line, first.segment,
+        message = first.rule.format(**values)
+        under = [c for c in cs if c.tokens_lost > 0 and c.values.get("under_minimum")]
+        if under:
+            # the gap is the ideal cache's; a prompt under the minimum is served nothing, changed or not
+            k, m = len({c.index for c in under}), max(int(c.values["under_minimum"]) for c in under)
+            tok = sum(c.tokens_lost for c in under)
+            evidence["under_minimum"] = {"requests": k, "tokens": tok, "min_tokens": m}
+            if k == n:
+                message += (f" ({'the request is' if n == 1 else f'all {n:,} requests are'} shorter than the "
+                            f"{m:,}-token minimum: with the change undone the simulated rules would still cache "
+                            f"none of it, so it costs nothing under them)")
+            else:
+                message += (f" ({k:,} of the {n:,} requests are shorter than the {m:,}-token minimum, so the "
+                            f"simulated rules would cache none of them with the change undone: their {tok:,} "
+                            f"tokens cost nothing under them)")
+        out.append(Finding(first.rule, message, first.path, first.line, first.segment,
                            first.char_offset, first.token_index, evidence, n, tokens, cost, first.index))
     out.sort(key=lambda f: (f.cost_usd_lost if f.cost_usd_lost is not None else Decimal(-1), f.tokens_lost,
                             RANK[f.severity], -f.first_request), reverse=True)
