@@ -568,7 +568,6 @@ class Pipeline:
         self.paths = list(paths)
         self.requests = requests
         self.partition = partition  # (index, count): only the requests of one namespace partition
-        self._route_heads: frozenset[str] | None = None  # every rules file's routing prefixes (partition_of)
         self.first_t: float | None = None
         self.last_t: float | None = None
 
@@ -667,10 +666,7 @@ class Pipeline:
         any rules file declares, all of them from the front: that is never finer than
         :meth:`_Pipeline.cache_model` (which drops one, where its own file declares it), so
         ``xai/grok-4`` and ``grok-4`` land in one partition as they share one cache."""
-        heads = self._route_heads
-        if heads is None:
-            heads = self._route_heads = frozenset(str(h).lower() for f in self.state.providers.values()
-                                                  for h in f.route.get("prefixes", ()))
+        heads = self.state.router.prefixes  # every rules file's routing prefixes, lower case
         model = req.model or "-"
         while True:
             head, sep, rest = model.partition("/")

@@ -426,8 +426,8 @@ def otel_usage(attrs: Mapping[str, Any]) -> Usage | None:
         return None
 
     inp, read, write = pick(OTEL_INPUT), pick(OTEL_CACHE_READ), pick(OTEL_CACHE_WRITE)
-    meta = attrs.get("ai.response.providerMetadata")
-    if meta is not None:
+    meta = _sdk_meta(attrs.get("ai.response.providerMetadata"))  # parsed once, read by both below
+    if meta:
         got = _sdk_cache(meta, inp, pick(OTEL_OUTPUT),
                          sdk4=read is None and write is None and "ai.usage.promptTokens" in attrs)
         if got is not None:
@@ -435,7 +435,8 @@ def otel_usage(attrs: Mapping[str, Any]) -> Usage | None:
     if _sdk5_anthropic(attrs, meta):
         # AI SDK 5's Anthropic provider: inputTokens is Messages' input_tokens (the uncached
         # remainder), cachedInputTokens its cache reads, the writes only in provider metadata
-        w5 = _sdk5_cache_write(meta)
+        a = meta.get("anthropic")
+        w5 = a.get("cacheCreationInputTokens") if isinstance(a, MAPPING) else None
         if read is not None or w5 is not None:
             return uncached_plus(inp, read, w5, pick(OTEL_OUTPUT), "ai.usage")
     if inp is None and read is None and write is None:
@@ -447,9 +448,9 @@ def otel_usage(attrs: Mapping[str, Any]) -> Usage | None:
     return Usage(including_cache(inp or 0, read, write), pick(OTEL_OUTPUT) or 0, read, write, cache_reported=reported)
 
 
-def _sdk_cache(meta: Any, prompt: int | None, output: int | None, sdk4: bool) -> Usage | None:
-    """Usage of a Vercel AI SDK ``doGenerate`` span from ``ai.response.providerMetadata`` (a JSON
-    string in the span, an object in some exports), or ``None``:
+def _sdk_cache(meta: Mapping[str, Any], prompt: int | None, output: int | None, sdk4: bool) -> Usage | None:
+    """Usage of a Vercel AI SDK ``doGenerate`` span from ``ai.response.providerMetadata`` (as
+    :func:`_sdk_meta` parses it), or ``None``:
 
     - the Anthropic provider's raw Messages usage (``anthropic.usage``: ``input_tokens``, the
       uncached remainder, and ``cache_read_input_tokens`` / ``cache_creation_input_tokens``),
@@ -464,7 +465,6 @@ def _sdk_cache(meta: Any, prompt: int | None, output: int | None, sdk4: bool) ->
     Raises:
         BadRecord: when a count is negative or not a number.
     """
-    meta = _sdk_meta(meta)
     a = meta.get("anthropic")
     raw = a.get("usage") if isinstance(a, MAPPING) else None
     if isinstance(raw, MAPPING) and "input_tokens" in raw and \
@@ -489,7 +489,7 @@ _SDK6_DETAILS = ("ai.usage.inputTokenDetails.noCacheTokens", "ai.usage.inputToke
                  "ai.usage.inputTokenDetails.cacheWriteTokens")
 
 
-def _sdk5_anthropic(attrs: Mapping[str, Any], meta: Any) -> bool:
+def _sdk5_anthropic(attrs: Mapping[str, Any], meta: Mapping[str, Any]) -> bool:
     """Whether a span is an AI SDK 5 call through the Anthropic provider (``ai.usage.inputTokens``
     without v6's ``inputTokenDetails``; ``ai.model.provider`` ``anthropic.messages`` or
     ``vertex.anthropic.messages``, or ``anthropic`` in its provider metadata). Its
@@ -503,7 +503,7 @@ def _sdk5_anthropic(attrs: Mapping[str, Any], meta: Any) -> bool:
     prov = attrs.get("ai.model.provider")
     if isinstance(prov, str) and prov.lower().endswith("anthropic.messages"):
         return True
-    return "anthropic" in _sdk_meta(meta)
+    return "anthropic" in meta
 
 
 def _sdk_meta(meta: Any) -> Mapping[str, Any]:
@@ -515,12 +515,6 @@ def _sdk_meta(meta: Any) -> Mapping[str, Any]:
         except orjson.JSONDecodeError:
             return {}
     return meta if isinstance(meta, MAPPING) else {}
-
-
-def _sdk5_cache_write(meta: Any) -> Any:
-    """``providerMetadata.anthropic.cacheCreationInputTokens`` of an AI SDK 5 span, or ``None``."""
-    a = _sdk_meta(meta).get("anthropic")
-    return a.get("cacheCreationInputTokens") if isinstance(a, MAPPING) else None
 
 
 def uncached_plus(rest: Any, read: Any, write: Any, output: Any, what: str) -> Usage | None:
